@@ -1,0 +1,42 @@
+# dgd-operator: `make run` and `make test` set everything up on first use (Python 3.11 and make only).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+CONSTRAINTS := requirements/constraints.txt
+
+.PHONY: run test lint format crds bench clean
+
+$(STAMP): pyproject.toml $(CONSTRAINTS)
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c $(CONSTRAINTS) -e '.[dev]'
+	touch $@
+
+## run: validate the bundled example DGDs (the simulated cluster comes with a later release)
+run: $(STAMP)
+	$(BIN)/dgd-operator validate examples/*.yaml
+
+## test: lint, type-check, then run the whole test suite
+test: lint
+	$(BIN)/pytest -q
+
+## lint: ruff and mypy --strict
+lint: $(STAMP)
+	$(BIN)/ruff check dgd tests bench
+	$(BIN)/ruff format --check dgd tests bench
+	$(BIN)/mypy --strict dgd
+
+format: $(STAMP)
+	$(BIN)/ruff format dgd tests bench
+	$(BIN)/ruff check --fix dgd tests bench
+
+## crds: regenerate deploy/crds/ from the data model
+crds: $(STAMP)
+	$(BIN)/dgd-operator crds --output-dir deploy/crds
+
+## bench: decoding benchmark (see bench/README.md)
+bench: $(STAMP)
+	$(BIN)/python bench/decode.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

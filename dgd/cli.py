@@ -1,0 +1,156 @@
+"""The ``dgd-operator`` command.
+
+Exit codes: 0 success, 1 invalid input or a failed check, 2 usage error. Bad input never ends in a
+traceback: every problem is printed with its file, document index, field path and what is allowed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from dgd import __version__
+from dgd.domain.conversion import ConversionError, dgd_to_v1beta1
+from dgd.domain.crds import render_crds_yaml
+from dgd.domain.documents import admit_document
+from dgd.domain.manifests import ManifestError, dump_manifests, load_manifests
+from dgd.messages.dgd import API_VERSION_V1ALPHA1, KIND
+
+EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (the console script exits with it)."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    code: int = args.run(args)
+    return code
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dgd-operator",
+        description="Kubernetes operator for NVIDIA Dynamo DynamoGraphDeployments, and its tools.",
+        epilog="Exit codes: 0 success, 1 invalid input or failed check, 2 usage error.",
+    )
+    parser.add_argument("--version", action="version", version=f"dgd-operator {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    validate = commands.add_parser(
+        "validate",
+        help="check DGD manifests as the API server and admission webhooks would on create",
+        description=(
+            "Check every DynamoGraphDeployment in the given YAML or JSON files (multi-document; '-' reads "
+            "standard input) as a create: schema, CEL rules and the webhook rules that need no cluster. "
+            "v1alpha1 DGDs are converted first and their errors reported at v1alpha1 paths. Documents of "
+            "other API groups are skipped; an unknown kind in the nvidia.com group is an error. Rules that "
+            "depend on the workload pathway read the nvidia.com/enable-grove annotation (absent: Grove)."
+        ),
+    )
+    validate.add_argument("files", nargs="+", metavar="FILE", help="manifest file, or - for standard input")
+    validate.add_argument("-q", "--quiet", action="store_true", help="print only errors and the summary")
+    validate.set_defaults(run=_validate)
+
+    convert = commands.add_parser(
+        "convert",
+        help="convert v1alpha1 DGDs to v1beta1",
+        description=(
+            "Print FILE with every nvidia.com/v1alpha1 DynamoGraphDeployment converted to nvidia.com/v1beta1 "
+            "(v1alpha1-only data kept in the nvidia.com/dgd-spec annotation, as upstream does). Other "
+            "documents are printed unchanged. '-' reads standard input."
+        ),
+    )
+    convert.add_argument("file", metavar="FILE", help="manifest file, or - for standard input")
+    convert.set_defaults(run=_convert)
+
+    crds = commands.add_parser(
+        "crds",
+        help="print the CustomResourceDefinitions",
+        description="Print the CRDs generated from the operator's data model as multi-document YAML.",
+    )
+    crds.set_defaults(run=_crds)
+    return parser
+
+
+def _read(name: str) -> str:
+    if name == "-":
+        return sys.stdin.read()
+    return Path(name).read_text(encoding="utf-8")
+
+
+def _validate(args: argparse.Namespace) -> int:
+    out: TextIO = sys.stdout
+    counts = {"valid": 0, "invalid": 0, "skipped": 0}
+    for name in args.files:
+        shown = "<stdin>" if name == "-" else name
+        try:
+            documents = load_manifests(_read(name))
+        except (OSError, UnicodeDecodeError, ManifestError) as exc:
+            print(f"{shown}: error: {_reason(exc)}", file=out)
+            counts["invalid"] += 1
+            continue
+        for index, document in enumerate(documents):
+            verdict = admit_document(document)
+            counts[verdict.outcome] += 1
+            where = f"{shown}#{index} {verdict.label}"
+            if verdict.outcome == "skipped":
+                if not args.quiet:
+                    print(f"{where}: skipped: {verdict.reason}", file=out)
+                continue
+            for error in verdict.errors:
+                print(f"{where}: error: {error}", file=out)
+            if not args.quiet:
+                for warning in verdict.warnings:
+                    print(f"{where}: warning: {warning}", file=out)
+                if verdict.outcome == "valid":
+                    print(f"{where}: valid", file=out)
+    print(f"{counts['valid']} valid, {counts['invalid']} invalid, {counts['skipped']} skipped", file=out)
+    return EXIT_INVALID if counts["invalid"] else EXIT_OK
+
+
+def _convert(args: argparse.Namespace) -> int:
+    shown = "<stdin>" if args.file == "-" else args.file
+    try:
+        documents = load_manifests(_read(args.file))
+    except (OSError, UnicodeDecodeError, ManifestError) as exc:
+        print(f"{shown}: error: {_reason(exc)}", file=sys.stderr)
+        return EXIT_INVALID
+    converted: list[Any] = []
+    failed = False
+    for index, document in enumerate(documents):
+        is_alpha = isinstance(document, dict) and document.get("kind") == KIND
+        if is_alpha and document.get("apiVersion") == API_VERSION_V1ALPHA1:
+            try:
+                document = dgd_to_v1beta1(document)
+            except ConversionError as exc:
+                print(f"{shown}#{index}: error: {exc}", file=sys.stderr)
+                failed = True
+        converted.append(document)
+    if failed:
+        return EXIT_INVALID
+    sys.stdout.write(dump_manifests(converted))
+    return EXIT_OK
+
+
+def _crds(args: argparse.Namespace) -> int:
+    del args
+    sys.stdout.write(render_crds_yaml())
+    return EXIT_OK
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+    return str(exc)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

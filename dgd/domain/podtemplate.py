@@ -1,0 +1,47 @@
+"""Read-only views of a component's raw ``podTemplate`` (the operator never models pod specs)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from dgd.domain.quantity import parse_quantity
+
+MAIN_CONTAINER = "main"
+GPU_RESOURCE = "nvidia.com/gpu"
+
+
+def containers(pod_template: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The containers of a pod template, skipping entries that are not objects."""
+    spec = (pod_template or {}).get("spec")
+    items = spec.get("containers") if isinstance(spec, dict) else None
+    return [c for c in items if isinstance(c, dict)] if isinstance(items, list) else []
+
+
+def main_container(pod_template: dict[str, Any] | None) -> tuple[int, dict[str, Any]] | None:
+    """(index, container) of the container named ``main``, if any."""
+    for index, container in enumerate(containers(pod_template)):
+        if container.get("name") == MAIN_CONTAINER:
+            return index, container
+    return None
+
+
+def gpu_limit(container: dict[str, Any]) -> Decimal | None:
+    """The ``nvidia.com/gpu`` limit of a container, ``None`` if unset or not a quantity."""
+    resources = container.get("resources")
+    limits = resources.get("limits") if isinstance(resources, dict) else None
+    value = limits.get(GPU_RESOURCE) if isinstance(limits, dict) else None
+    return parse_quantity(value) if isinstance(value, int | str) and not isinstance(value, bool) else None
+
+
+def template_annotations(pod_template: dict[str, Any] | None) -> dict[str, Any]:
+    metadata = (pod_template or {}).get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    return annotations if isinstance(annotations, dict) else {}
+
+
+def image_tag(image: str) -> str | None:
+    """The tag of an image reference: after the last ``:`` that follows the last ``/``, digest removed."""
+    image = image.split("@", 1)[0]
+    last = image.rsplit("/", 1)[-1]
+    return last.rsplit(":", 1)[1] if ":" in last else None

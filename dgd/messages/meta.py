@@ -1,0 +1,103 @@
+"""Kubernetes metadata the operator reads and writes: ObjectMeta, OwnerReference, Condition, Event."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+
+from dgd.messages.base import JSONObject, Model
+
+
+class OwnerReference(Model, frozen=True):
+    """A link from a child to the object that owns it (garbage collection follows it)."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool | None = None
+    block_owner_deletion: bool | None = None
+
+
+class ObjectMeta(Model, frozen=True):
+    """Standard object metadata. Timestamps stay RFC 3339 strings, exactly as the API server sent them."""
+
+    name: str | None = None
+    generate_name: str | None = None
+    namespace: str | None = None
+    uid: str | None = None
+    resource_version: str | None = None
+    generation: int | None = None
+    creation_timestamp: str | None = None
+    deletion_timestamp: str | None = None
+    deletion_grace_period_seconds: int | None = None
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+    owner_references: list[OwnerReference] | None = None
+    finalizers: list[str] | None = None
+    managed_fields: list[JSONObject] | None = None
+    self_link: str | None = None
+
+
+ConditionStatus = Literal["True", "False", "Unknown"]
+
+CONDITION_REASON_PATTERN = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
+CONDITION_TYPE_PATTERN = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+)
+
+
+class Condition(Model, frozen=True):
+    """A ``metav1.Condition``: one observed aspect of an object's state."""
+
+    type: Annotated[str, msgspec.Meta(pattern=CONDITION_TYPE_PATTERN, max_length=316)]
+    status: ConditionStatus
+    last_transition_time: str
+    reason: Annotated[str, msgspec.Meta(pattern=CONDITION_REASON_PATTERN, min_length=1, max_length=1024)]
+    message: Annotated[str, msgspec.Meta(max_length=32768)]
+    observed_generation: Annotated[int, msgspec.Meta(ge=0)] | None = None
+
+
+class ObjectReference(Model, frozen=True):
+    """A reference to an object (the ``regarding``/``related`` object of an Event)."""
+
+    api_version: str | None = None
+    kind: str | None = None
+    name: str | None = None
+    namespace: str | None = None
+    uid: str | None = None
+    resource_version: str | None = None
+    field_path: str | None = None
+
+
+class EventSeries(Model, frozen=True):
+    """Repeated occurrences of one event (events.k8s.io/v1)."""
+
+    count: int
+    last_observed_time: str
+
+
+EventType = Literal["Normal", "Warning"]
+
+
+class Event(Model, frozen=True, tag_field="kind", tag="Event"):
+    """An ``events.k8s.io/v1`` Event about an object."""
+
+    api_version: str
+    metadata: ObjectMeta
+    event_time: str | None = None
+    series: EventSeries | None = None
+    reporting_controller: str | None = None
+    reporting_instance: str | None = None
+    action: str | None = None
+    reason: str | None = None
+    regarding: ObjectReference | None = None
+    related: ObjectReference | None = None
+    note: str | None = None
+    type: EventType | None = None
+    deprecated_source: JSONObject | None = None
+    deprecated_first_timestamp: str | None = None
+    deprecated_last_timestamp: str | None = None
+    deprecated_count: int | None = None
