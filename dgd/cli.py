@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 from dgd import __version__
 from dgd.domain.conversion import ConversionError, dgd_to_v1beta1
-from dgd.domain.crds import render_crds_yaml
+from dgd.domain.crds import crd_files, render_crds_yaml
 from dgd.domain.documents import admit_document
 from dgd.domain.manifests import ManifestError, dump_manifests, load_manifests
 from dgd.messages.dgd import API_VERSION_V1ALPHA1, KIND
@@ -72,8 +72,12 @@ def _parser() -> argparse.ArgumentParser:
     crds = commands.add_parser(
         "crds",
         help="print the CustomResourceDefinitions",
-        description="Print the CRDs generated from the operator's data model as multi-document YAML.",
+        description=(
+            "Print the CRDs generated from the operator's data model as multi-document YAML, or write them "
+            "one file per CRD (<group>_<plural>.yaml) into a directory."
+        ),
     )
+    crds.add_argument("--output-dir", metavar="DIR", type=Path, help="write one file per CRD into DIR")
     crds.set_defaults(run=_crds)
     return parser
 
@@ -139,8 +143,16 @@ def _convert(args: argparse.Namespace) -> int:
 
 
 def _crds(args: argparse.Namespace) -> int:
-    del args
-    sys.stdout.write(render_crds_yaml())
+    if args.output_dir is None:
+        sys.stdout.write(render_crds_yaml())
+        return EXIT_OK
+    try:
+        args.output_dir.mkdir(parents=True, exist_ok=True)
+        for name, text in crd_files().items():
+            (args.output_dir / name).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        print(f"{args.output_dir}: error: {_reason(exc)}", file=sys.stderr)
+        return EXIT_INVALID
     return EXIT_OK
 
 

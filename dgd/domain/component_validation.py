@@ -7,12 +7,20 @@ from collections.abc import Iterator
 
 from dgd.domain.errors import FieldError, show
 from dgd.domain.naming import GROVE_POD_NAME_BUDGET
-from dgd.domain.podtemplate import containers, gpu_limit, image_tag, main_container, template_annotations
+from dgd.domain.podtemplate import (
+    MAIN_CONTAINER,
+    containers,
+    gpu_limit,
+    image_tag,
+    main_container,
+    template_annotations,
+)
 from dgd.domain.quantity import parse_quantity
 from dgd.domain.roles import failover_mode, forces_scaling_group, gms_mode, is_multinode, roles, uses_pcsg
 from dgd.messages.component import ComponentSpec
 
 POWER_LIMIT = "dynamo.nvidia.com/gpu-power-limit"
+EXECUTOR_BACKEND = "nvidia.com/vllm-distributed-executor-backend"
 _MAIN_GPU_LIMIT = "podTemplate.spec.containers[main].resources.limits.nvidia.com/gpu"
 _STRICT_SEMVER = re.compile(
     r"^[vV]?(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$"
@@ -20,11 +28,17 @@ _STRICT_SEMVER = re.compile(
 
 
 def check_component(
-    component: ComponentSpec, path: str, *, grove_refusal: str | None, pcs_name: str, backend: str | None
+    component: ComponentSpec,
+    path: str,
+    *,
+    grove_refusal: str | None,
+    dgd_name: str,
+    pcs_name: str,
+    backend: str | None,
 ) -> Iterator[FieldError]:
     """Every problem of one (defaulted) component; ``grove_refusal`` is ``None`` on the Grove pathway."""
     yield from _replicas(component, path, grove_refusal)
-    yield from _grove_only(component, path, grove_refusal, pcs_name)
+    yield from _grove_only(component, path, grove_refusal, dgd_name, pcs_name)
     yield from _shared_memory(component, path)
     yield from _epp(component, path)
     yield from _frontend_sidecar(component, path)
@@ -32,7 +46,8 @@ def check_component(
     yield from _failover(component, path)
     yield from _checkpoint(component, path)
     yield from _power_limit(component, path)
-    yield from _main_image(component, path)
+    yield from _images(component, path)
+    yield from _template_annotations(component, path)
 
 
 def runtime_version_warnings(component: ComponentSpec, path: str) -> Iterator[FieldError]:
@@ -45,7 +60,7 @@ def runtime_version_warnings(component: ComponentSpec, path: str) -> Iterator[Fi
     if not isinstance(image, str) or component.runtime_version_override is not None:
         return
     tag = image_tag(image)
-    if tag is None or not _STRICT_SEMVER.match(tag):
+    if tag is None or not _STRICT_SEMVER.fullmatch(tag):
         yield FieldError(
             f"{path}.runtimeVersionOverride",
             f"is required when the main container image {show(image)} has no semantic-version tag "
@@ -72,7 +87,7 @@ def _replicas(component: ComponentSpec, path: str, grove_refusal: str | None) ->
 
 
 def _grove_only(
-    component: ComponentSpec, path: str, grove_refusal: str | None, pcs_name: str
+    component: ComponentSpec, path: str, grove_refusal: str | None, dgd_name: str, pcs_name: str
 ) -> Iterator[FieldError]:
     if grove_refusal is not None:
         if forces_scaling_group(component):
@@ -92,7 +107,7 @@ def _grove_only(
         yield FieldError(
             f"{path}.name",
             f"combined resource name length {length} exceeds the {GROVE_POD_NAME_BUDGET}-character pod-name "
-            f'limit ({detail}); shorten DynamoGraphDeployment name "{pcs_name}" or component name '
+            f'limit ({detail}); shorten DynamoGraphDeployment name "{dgd_name}" or component name '
             f'"{component.name}"',
         )
 
@@ -264,14 +279,30 @@ def _power_limit(component: ComponentSpec, path: str) -> Iterator[FieldError]:
         )
 
 
-def _main_image(component: ComponentSpec, path: str) -> Iterator[FieldError]:
-    found = main_container(component.pod_template)
-    if found is None:
+def _images(component: ComponentSpec, path: str) -> Iterator[FieldError]:
+    """A ``main`` container with an image is required; every other container needs an image too."""
+    where = f"{path}.podTemplate.spec"
+    if main_container(component.pod_template) is None:
+        yield FieldError(f"{where}.containers", 'is required: a container named "main" with an image')
+    spec = (component.pod_template or {}).get("spec")
+    for field, kind in (("containers", "sidecar containers"), ("initContainers", "init containers")):
+        items = spec.get(field) if isinstance(spec, dict) else None
+        for index, container in enumerate(items if isinstance(items, list) else []):
+            image = container.get("image") if isinstance(container, dict) else None
+            if isinstance(image, str) and image:
+                continue
+            if isinstance(container, dict) and container.get("name") == MAIN_CONTAINER:
+                yield FieldError(f"{where}.{field}[{index}].image", "is required")
+            else:
+                yield FieldError(
+                    f"{where}.{field}[{index}].image", f"is required: {kind} must specify a non-empty image"
+                )
+
+
+def _template_annotations(component: ComponentSpec, path: str) -> Iterator[FieldError]:
+    value = template_annotations(component.pod_template).get(EXECUTOR_BACKEND)
+    if value is not None and (not isinstance(value, str) or value.lower() not in ("mp", "ray")):
         yield FieldError(
-            f"{path}.podTemplate.spec.containers", 'is required: a container named "main" with an image'
+            f"{path}.podTemplate.metadata.annotations[{EXECUTOR_BACKEND}]",
+            f'{show(value)} is not allowed: must be "mp" or "ray"',
         )
-        return
-    index, container = found
-    image = container.get("image")
-    if not isinstance(image, str) or not image:
-        yield FieldError(f"{path}.podTemplate.spec.containers[{index}].image", "is required")

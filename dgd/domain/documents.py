@@ -69,7 +69,7 @@ def admit_document(document: Any, *, grove_enabled: bool = True) -> DocumentVerd
         close = difflib.get_close_matches(kind, known, n=1)
         hint = f' (did you mean "{close[0]}"?)' if close else f"; known kinds are {', '.join(known)}"
         return DocumentVerdict(
-            "invalid", label, [FieldError("kind", f"{show(kind)} is not a {GROUP} kind{hint}")]
+            "invalid", label, [FieldError("kind", f"{show(kind)} is not an {GROUP} kind{hint}")]
         )
     if api_version == API_VERSION_V1ALPHA1:
         return _verdict(label, _admit_v1alpha1(document, grove_enabled))

@@ -19,7 +19,7 @@ import msgspec
 
 from dgd.domain.errors import FieldError, child, show
 from dgd.messages.component import BACKEND_FRAMEWORKS, COMPONENT_TYPES
-from dgd.messages.dgd import DGD_STATES
+from dgd.messages.dgd import DGD_STATES, LABEL_KEY_PATTERN
 
 Schema = dict[str, Any]
 
@@ -29,6 +29,10 @@ _PATTERN_WORDS: dict[str, str] = {
     r"^[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?$": f"letters, digits and '-', {_ENDS}",
     r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$": f"lowercase letters, digits and '-', {_ENDS}",
     r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$": f"lowercase letters, digits and '-', {_ENDS}",
+    LABEL_KEY_PATTERN: (
+        "an optional DNS-subdomain prefix and '/', then a name of at most 63 letters, digits, "
+        "'-', '_' and '.', " + _ENDS
+    ),
     r"^(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})$": (
         "MAJOR.MINOR.PATCH, each a number from 0 to 9999 without leading zeros"
     ),
@@ -127,7 +131,7 @@ class _Walker:
             self.fail(path, f"{show(value)} is not an integer or a string")
             return
         pattern = schema.get("pattern")
-        if isinstance(value, str) and pattern and not re.search(pattern, value):
+        if isinstance(value, str) and pattern and not _matches(pattern, value):
             self.fail(path, f"{show(value)} is not a quantity (such as 1, 500m, 8Gi or 2.5G)")
 
     def object(self, value: dict[str, Any], schema: Schema, path: str) -> None:
@@ -162,7 +166,7 @@ class _Walker:
             )
         elif most is not None and len(value) > most:
             self.fail(path, f"{show(value)} is {len(value)} characters long: at most {most} are allowed")
-        elif pattern and not re.search(pattern, value):
+        elif pattern and not _matches(pattern, value):
             words = _PATTERN_WORDS.get(pattern, f"the pattern {pattern}")
             self.fail(path, f"{show(value)} is not allowed: use {words}")
 
@@ -206,3 +210,10 @@ def _in_declared_order(values: list[Any]) -> list[Any]:
         if sorted(order) == sorted(values):
             return list(order)
     return values
+
+
+def _matches(pattern: str, value: str) -> bool:
+    """JSON-schema (ECMA) pattern semantics: unlike Python's, ``$`` does not match before a final newline."""
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        pattern = pattern[:-1] + "\\Z"
+    return re.search(pattern, value) is not None

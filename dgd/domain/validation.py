@@ -25,6 +25,9 @@ from dgd.messages.dgd import DynamoGraphDeployment
 
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+SUBDOMAIN_WORDS = (
+    "at most 253 lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
+)
 
 #: Annotations whose values admission restricts: key -> (allowed values, case-insensitive?).
 _ANNOTATION_VALUES: dict[str, tuple[tuple[str, ...], bool]] = {
@@ -46,6 +49,8 @@ class Verdict(msgspec.Struct, frozen=True):
 
 def admit(document: object, *, grove_enabled: bool = True, operator_version: str | None = None) -> Verdict:
     """Check a v1beta1 DGD document (plain JSON values) as a create."""
+    if not isinstance(document, dict):
+        return Verdict(errors=[FieldError("", f"{show(document)} is not an object")], warnings=[])
     errors = check(document, DynamoGraphDeployment)
     if errors:
         return Verdict(errors=errors, warnings=[])
@@ -71,7 +76,12 @@ def validate_create(dgd: DynamoGraphDeployment, *, grove_enabled: bool) -> Itera
     name = pcs_name(dgd.metadata.name or "", max((_budget(c) for c in components), default=0))
     for index, component in enumerate(components):
         yield from check_component(
-            component, _at(index), grove_refusal=refusal, pcs_name=name, backend=dgd.spec.backend_framework
+            component,
+            _at(index),
+            grove_refusal=refusal,
+            dgd_name=dgd.metadata.name or "",
+            pcs_name=name,
+            backend=dgd.spec.backend_framework,
         )
         yield from _component_overrides(component, _at(index), dgd)
 
@@ -89,13 +99,9 @@ def _metadata(dgd: DynamoGraphDeployment) -> Iterator[FieldError]:
     meta = dgd.metadata
     if not meta.name:
         yield FieldError("metadata.name", "is required")
-    elif len(meta.name) > 253 or not DNS_SUBDOMAIN.match(meta.name):
-        yield FieldError(
-            "metadata.name",
-            f"{show(meta.name)} is not allowed: use at most 253 lowercase letters, digits, '-' and '.', "
-            "starting and ending with a letter or digit",
-        )
-    if meta.namespace is not None and not DNS_LABEL.match(meta.namespace):
+    elif not _is_subdomain(meta.name):
+        yield FieldError("metadata.name", f"{show(meta.name)} is not allowed: use {SUBDOMAIN_WORDS}")
+    if meta.namespace is not None and not DNS_LABEL.fullmatch(meta.namespace):
         yield FieldError("metadata.namespace", f"{show(meta.namespace)} is not a valid namespace name")
     annotations = meta.annotations or {}
     origin = annotations.get(ORIGIN_VERSION)
@@ -113,7 +119,8 @@ def _metadata(dgd: DynamoGraphDeployment) -> Iterator[FieldError]:
     if intra_pod and mode != "container":
         yield FieldError(
             f"metadata.annotations[{DISCOVERY_MODE}]",
-            f'{show(mode)} must be "container" when intra-pod failover is configured',
+            f'{"is missing" if mode is None else "is " + show(mode)}: it must be "container" when intra-pod '
+            "failover is configured",
         )
 
 
@@ -197,9 +204,9 @@ def _topology(dgd: DynamoGraphDeployment, refusal: str | None) -> Iterator[Field
             yield FieldError(f"{path}.labelKey", "labelKey prefix must be 253 characters or less")
         name = policy.cluster_topology_name
         if name is not None:
-            if not DNS_SUBDOMAIN.match(name) or len(name) > 253:
+            if not _is_subdomain(name):
                 yield FieldError(
-                    f"{path}.clusterTopologyName", f"{show(name)} is not a valid DNS-1123 subdomain"
+                    f"{path}.clusterTopologyName", f"{show(name)} is not allowed: use {SUBDOMAIN_WORDS}"
                 )
             elif refusal is not None:
                 yield FieldError(f"{path}.clusterTopologyName", f"{show(name)} is not allowed: {refusal}")
@@ -300,3 +307,7 @@ def _document_order(error: FieldError) -> tuple[int, str]:
     """Errors in the order their fields appear: metadata first, then spec, list indexes as numbers."""
     rank = 0 if error.path.startswith("metadata") else 1
     return rank, re.sub(r"\[(\d+)\]", lambda m: f"[{int(m.group(1)):04d}]", error.path)
+
+
+def _is_subdomain(name: str) -> bool:
+    return len(name) <= 253 and DNS_SUBDOMAIN.fullmatch(name) is not None

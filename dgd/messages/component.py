@@ -40,7 +40,7 @@ class RoleOverride(Model, frozen=True):
 class Multinode(Model, frozen=True):
     """A component spread over several nodes; more than one node makes it multinode."""
 
-    node_count: Annotated[int, msgspec.Meta(ge=2)] | None = None
+    node_count: Annotated[int, msgspec.Meta(ge=2, extra_json_schema={"default": 2})] | None = None
     leader: RoleOverride | None = None
     worker: RoleOverride | None = None
 
@@ -86,6 +86,7 @@ class ComponentTopologyConstraint(Model, frozen=True):
 
 
 GMSMode = Literal["IntraPod", "InterPod"]
+DefaultedGMSMode = Annotated[GMSMode, msgspec.Meta(extra_json_schema={"default": "IntraPod"})]
 
 
 class GMSClientPod(Model, frozen=True):
@@ -98,8 +99,10 @@ class GMSClientPod(Model, frozen=True):
 class GPUMemoryService(Model, frozen=True):
     """GPU memory sharing through DRA."""
 
-    mode: GMSMode | None = None
-    device_class_name: str | None = None
+    mode: DefaultedGMSMode | None = None
+    device_class_name: (
+        Annotated[str, msgspec.Meta(extra_json_schema={"default": "gpu.nvidia.com"})] | None
+    ) = None
     extra_client_containers: list[ContainerName] | None = None
     extra_client_pods: list[GMSClientPod] | None = None
 
@@ -107,8 +110,8 @@ class GPUMemoryService(Model, frozen=True):
 class Failover(Model, frozen=True):
     """Active/passive failover of a worker engine."""
 
-    mode: GMSMode | None = None
-    num_shadows: Annotated[int, msgspec.Meta(ge=1, le=1)] | None = None
+    mode: DefaultedGMSMode | None = None
+    num_shadows: Annotated[int, msgspec.Meta(ge=1, le=1, extra_json_schema={"default": 1})] | None = None
 
 
 class GroveOptions(Model, frozen=True):
@@ -126,8 +129,8 @@ class CheckpointIdentity(Model, frozen=True):
     dynamo_version: str | None = None
     extra_parameters: dict[str, str] | None = None
     max_model_len: Annotated[int, msgspec.Meta(ge=1)] | None = None
-    pipeline_parallel_size: Annotated[int, msgspec.Meta(ge=1)] | None = None
-    tensor_parallel_size: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    pipeline_parallel_size: Annotated[int, msgspec.Meta(ge=1, extra_json_schema={"default": 1})] | None = None
+    tensor_parallel_size: Annotated[int, msgspec.Meta(ge=1, extra_json_schema={"default": 1})] | None = None
 
 
 class CheckpointJob(Model, frozen=True):
@@ -142,11 +145,21 @@ class ComponentCheckpoint(Model, frozen=True):
 
     enabled: bool
     mode: Literal["Auto", "Manual"] | None = None
-    startup_policy: Literal["Immediate", "WaitForCheckpoint"] | None = None
-    deletion_policy: Literal["Delete", "Retain"] | None = None
+    startup_policy: (
+        Annotated[
+            Literal["Immediate", "WaitForCheckpoint"],
+            msgspec.Meta(extra_json_schema={"default": "Immediate"}),
+        ]
+        | None
+    ) = None
+    deletion_policy: (
+        Annotated[Literal["Delete", "Retain"], msgspec.Meta(extra_json_schema={"default": "Delete"})] | None
+    ) = None
     checkpoint_ref: str | None = None
     identity: CheckpointIdentity | None = None
-    target_container_name: ContainerName | None = None
+    target_container_name: (
+        Annotated[str, msgspec.Meta(pattern=DNS_LABEL_PATTERN, extra_json_schema={"default": "main"})] | None
+    ) = None
     job: CheckpointJob | None = None
 
 

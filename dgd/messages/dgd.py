@@ -25,7 +25,12 @@ LABEL_KEY_PATTERN = (
 class RestartStrategy(Model, frozen=True):
     """How a graph restart proceeds: one component at a time (in ``order``) or all at once."""
 
-    type: Literal["Sequential", "Parallel"] | None = None
+    type: (
+        Annotated[
+            Literal["Sequential", "Parallel"], msgspec.Meta(extra_json_schema={"default": "Sequential"})
+        ]
+        | None
+    ) = None
     order: list[str] | None = None
 
 
@@ -49,7 +54,10 @@ class KvTransferPolicy(Model, frozen=True):
     domain: DomainName
     label_key: Annotated[str, msgspec.Meta(pattern=LABEL_KEY_PATTERN)] | None = None
     cluster_topology_name: str | None = None
-    enforcement: Literal["required", "preferred"] | None = None
+    enforcement: (
+        Annotated[Literal["required", "preferred"], msgspec.Meta(extra_json_schema={"default": "required"})]
+        | None
+    ) = None
     preferred_weight: Annotated[float, msgspec.Meta(ge=0, le=1)] | None = None
 
 
@@ -132,12 +140,13 @@ class PlacementStatus(Model, frozen=True):
 
 DGDState = Literal["initializing", "pending", "successful", "failed"]
 DGD_STATES: tuple[DGDState, ...] = ("initializing", "pending", "successful", "failed")
+PLURAL = "dynamographdeployments"
 
 
 class DGDStatus(Model, frozen=True):
     """What the operator observed; written only by the DGD actor, once per reconcile."""
 
-    state: DGDState
+    state: Annotated[DGDState, msgspec.Meta(extra_json_schema={"default": "initializing"})]
     observed_generation: int | None = None
     conditions: list[Condition] | None = None
     components: dict[str, ComponentReplicaStatus] | None = None

@@ -1,0 +1,42 @@
+"""The DynamoComponentDeployment, ``nvidia.com/v1beta1``: one component of a DGD on the Component pathway.
+
+The DGD's Component program renders one DCD per component (domain spec §8.3); the DCD controller
+turns it into a Deployment or LeaderWorkerSet and reports the replicas back in ``status.component``.
+"""
+
+from __future__ import annotations
+
+from dgd.messages.base import Model
+from dgd.messages.component import BackendFramework, ComponentName, SharedComponentSpec
+from dgd.messages.dgd import ComponentReplicaStatus
+from dgd.messages.meta import Condition, ObjectMeta
+
+GROUP = "nvidia.com"
+API_VERSION = "nvidia.com/v1beta1"
+KIND = "DynamoComponentDeployment"
+PLURAL = "dynamocomponentdeployments"
+
+
+class DCDSpec(SharedComponentSpec, frozen=True, kw_only=True):
+    """A component as a DGD hands it to the DCD controller: the shared component fields plus the
+    component's name and the graph's backend framework."""
+
+    name: ComponentName | None = None
+    backend_framework: BackendFramework | None = None
+
+
+class DCDStatus(Model, frozen=True):
+    """What the DCD controller observed of the component's workload."""
+
+    observed_generation: int | None = None
+    conditions: list[Condition] | None = None
+    component: ComponentReplicaStatus | None = None
+
+
+class DynamoComponentDeployment(Model, frozen=True, tag_field="kind", tag=KIND):
+    """One component's workload, owned by its DGD."""
+
+    api_version: str
+    metadata: ObjectMeta
+    spec: DCDSpec
+    status: DCDStatus | None = None

@@ -1,0 +1,52 @@
+"""The DynamoGraphDeploymentScalingAdapter (DGDSA), ``nvidia.com/v1beta1`` (domain spec §13).
+
+A per-component scale facade: HPA, KEDA or the Planner scale it through its scale subresource, and
+the DGDSA controller copies ``spec.replicas`` into the DGD component it references.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import msgspec
+
+from dgd.messages.base import Model
+from dgd.messages.meta import ObjectMeta
+
+GROUP = "nvidia.com"
+API_VERSION = "nvidia.com/v1beta1"
+KIND = "DynamoGraphDeploymentScalingAdapter"
+PLURAL = "dynamographdeploymentscalingadapters"
+
+NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
+
+
+class DGDRef(Model, frozen=True):
+    """The DGD (by name, same namespace) and the component (by its original-case name) to scale."""
+
+    name: NonEmpty
+    component_name: NonEmpty
+
+
+class DGDSASpec(Model, frozen=True):
+    """``replicas`` is the source of truth for the referenced component's replicas."""
+
+    replicas: Annotated[int, msgspec.Meta(ge=0)]
+    dgd_ref: DGDRef
+
+
+class DGDSAStatus(Model, frozen=True):
+    """The replicas last applied, the component's pod selector, and when the adapter last scaled."""
+
+    replicas: int
+    selector: str | None = None
+    last_scale_time: str | None = None
+
+
+class DynamoGraphDeploymentScalingAdapter(Model, frozen=True, tag_field="kind", tag=KIND):
+    """A scale subresource for one DGD component, owned by its DGD."""
+
+    api_version: str
+    metadata: ObjectMeta
+    spec: DGDSASpec
+    status: DGDSAStatus | None = None

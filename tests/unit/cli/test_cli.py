@@ -1,0 +1,226 @@
+"""The ``dgd-operator`` command line: validate, convert and crds, exit codes and output lines."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dgd.cli import main
+from dgd.domain.documents import admit_document
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+CORPUS = ROOT / "tests" / "corpus" / "invalid"
+EXECUTABLE = Path(sys.executable).with_name("dgd-operator")
+
+VALID_DGD = """\
+apiVersion: nvidia.com/v1beta1
+kind: DynamoGraphDeployment
+metadata:
+  name: demo
+spec:
+  components:
+    - name: Frontend
+      type: frontend
+      podTemplate:
+        spec:
+          containers:
+            - name: main
+              image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0
+"""
+
+
+def test_validate_accepts_every_repository_example(capsys: pytest.CaptureFixture[str]) -> None:
+    # given the example manifests shipped in the repository
+    assert len(EXAMPLES) >= 3
+
+    # when they are validated together
+    code = main(["validate", *map(str, EXAMPLES)])
+
+    # then each document is valid and the command succeeds
+    out = capsys.readouterr().out.splitlines()
+    assert code == 0
+    for path in EXAMPLES:
+        assert any(
+            line.startswith(f"{path}#0 DynamoGraphDeployment ") and line.endswith(": valid") for line in out
+        )
+    assert out[-1] == f"{len(EXAMPLES)} valid, 0 invalid, 0 skipped"
+
+
+def test_validate_reports_file_index_path_and_message_of_an_invalid_manifest(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # given a corpus manifest whose worker type is misspelled
+    path = CORPUS / "component-type-unknown.yaml"
+
+    # when it is validated
+    code = main(["validate", str(path)])
+
+    # then the error line names the file, document index, DGD, field path and allowed values
+    assert code == 1
+    assert capsys.readouterr().out.splitlines() == [
+        f"{path}#0 DynamoGraphDeployment bad-type: error: spec.components[1].type: "
+        '"wroker" is not one of frontend, worker, prefill, decode, planner, epp',
+        "0 valid, 1 invalid, 0 skipped",
+    ]
+
+
+def test_validate_reports_a_yaml_error_with_its_line_and_no_traceback(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # given a corpus file with a duplicate key
+    path = CORPUS / "yaml-duplicate-key.yaml"
+
+    # when it is validated
+    code = main(["validate", str(path)])
+
+    # then the file is invalid, with the line and column of the problem
+    captured = capsys.readouterr()
+    assert code == 1
+    assert captured.out.splitlines() == [
+        f"{path}: error: line 11, column 7: duplicate key 'type'",
+        "0 valid, 1 invalid, 0 skipped",
+    ]
+    assert "Traceback" not in captured.err
+
+
+def test_validate_skips_documents_of_other_api_groups(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # given a multi-document file: a DGD, a ConfigMap and a PersistentVolumeClaim
+    path = tmp_path / "bundle.yaml"
+    path.write_text(
+        VALID_DGD
+        + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: epp-config\ndata:\n  a: b\n"
+        + "---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: model-cache\n"
+        + "spec:\n  accessModes: [ReadWriteMany]\n",
+        encoding="utf-8",
+    )
+
+    # when it is validated
+    code = main(["validate", str(path)])
+
+    # then the DGD is checked and the other two are reported as skipped
+    assert code == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"{path}#0 DynamoGraphDeployment demo: valid",
+        f"{path}#1 ConfigMap epp-config: skipped: v1 ConfigMap is not a Dynamo kind",
+        f"{path}#2 PersistentVolumeClaim model-cache: skipped: v1 PersistentVolumeClaim is not a Dynamo kind",
+        "1 valid, 0 invalid, 2 skipped",
+    ]
+
+
+def test_validate_dash_reads_standard_input(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # given a DGD on standard input
+    monkeypatch.setattr(sys, "stdin", io.StringIO(VALID_DGD))
+
+    # when "-" is validated
+    code = main(["validate", "-"])
+
+    # then the document is read from stdin and reported under "<stdin>"
+    assert code == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "<stdin>#0 DynamoGraphDeployment demo: valid",
+        "1 valid, 0 invalid, 0 skipped",
+    ]
+
+
+def test_validate_reports_a_missing_file_without_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # given a path that does not exist
+    path = tmp_path / "absent.yaml"
+
+    # when it is validated
+    code = main(["validate", str(path)])
+
+    # then the file counts as invalid and the reason is printed plainly
+    captured = capsys.readouterr()
+    assert code == 1
+    assert captured.out.splitlines() == [
+        f"{path}: error: No such file or directory",
+        "0 valid, 1 invalid, 0 skipped",
+    ]
+    assert "Traceback" not in captured.err
+
+
+def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    # when the command is run without a subcommand
+    code = main([])
+
+    # then it exits 2 and shows the usage on stderr
+    assert code == 2
+    assert "usage: dgd-operator" in capsys.readouterr().err
+
+
+def test_unknown_subcommand_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    # when an unknown subcommand is given
+    with pytest.raises(SystemExit) as exit_info:
+        main(["vaildate", "x.yaml"])
+
+    # then argparse exits 2 and names the bad choice
+    assert exit_info.value.code == 2
+    assert "invalid choice: 'vaildate'" in capsys.readouterr().err
+
+
+def test_validate_without_files_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    # when validate is given no file
+    with pytest.raises(SystemExit) as exit_info:
+        main(["validate"])
+
+    # then argparse exits 2 and says a file is required
+    assert exit_info.value.code == 2
+    assert "the following arguments are required: FILE" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [(["--help"], "validate"), (["validate", "--help"], "standard input")],
+    ids=["top-level", "validate"],
+)
+def test_installed_command_prints_help(argv: list[str], expected: str) -> None:
+    # when the installed console script is asked for help
+    result = subprocess.run([str(EXECUTABLE), *argv], capture_output=True, text=True, timeout=60, check=False)
+
+    # then it succeeds and describes the command
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: dgd-operator")
+    assert expected in result.stdout
+
+
+def test_convert_prints_a_v1beta1_dgd_that_validates(capsys: pytest.CaptureFixture[str]) -> None:
+    # given the repository's v1alpha1 example
+    path = ROOT / "examples" / "disagg-v1alpha1.yaml"
+
+    # when it is converted
+    code = main(["convert", str(path)])
+
+    # then the output is one v1beta1 DGD with a component per service, and it passes admission
+    assert code == 0
+    documents = list(yaml.safe_load_all(capsys.readouterr().out))
+    assert len(documents) == 1
+    converted = documents[0]
+    assert converted["apiVersion"] == "nvidia.com/v1beta1"
+    assert sorted(c["name"] for c in converted["spec"]["components"]) == ["Decode", "Frontend", "Prefill"]
+    verdict = admit_document(converted)
+    assert verdict.errors == []
+    assert verdict.outcome == "valid"
+
+
+def test_crds_prints_custom_resource_definitions(capsys: pytest.CaptureFixture[str]) -> None:
+    # when the CRDs are printed
+    code = main(["crds"])
+
+    # then every document is a CustomResourceDefinition, the DGD's among them
+    assert code == 0
+    documents = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d is not None]
+    assert documents != []
+    assert {d["kind"] for d in documents} == {"CustomResourceDefinition"}
+    assert "dynamographdeployments.nvidia.com" in {d["metadata"]["name"] for d in documents}

@@ -1,0 +1,417 @@
+"""The generated CRDs: structural, checked in as generated, and faithful to the upstream CRDs' contract."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import msgspec
+import pytest
+import yaml
+
+from dgd.domain.crd_schema import UnsupportedSchema, node_at, structural_schema
+from dgd.domain.crds import RESOURCES, CustomResource, all_crds, crd_files, render_crd, render_crds_yaml
+from dgd.messages.base import JSONObject, Model, PreservedValue
+from tests.upstream import CRD_DIR, GROVE, ROOT, load_documents
+
+DEPLOY_CRDS = ROOT / "deploy" / "crds"
+GROVE_CRD_DIR = GROVE / "operator" / "api" / "core" / "v1alpha1" / "crds"
+
+PODSPEC_RAW = "kept as raw JSON: the operator renders and passes the pod spec through without modelling it"
+HPA_METRICS_RAW = (
+    "kept as raw JSON: HPA MetricSpecs are handed to the HPA Grove creates; the operator never reads them"
+)
+
+#: Per kind: upstream field-path prefix -> why our schema differs there. A prefix ending in ``.``
+#: covers only what lies below it; any other prefix also covers the path itself.
+ALLOWED_DIFFERENCES: dict[str, dict[str, str]] = {
+    "DynamoGraphDeployment": {
+        "spec.components[].podTemplate.": "PodTemplateSpec " + PODSPEC_RAW,
+        "spec.components[].eppConfig.config.": "kept as raw JSON: upstream preserves unknown fields there",
+        "spec.env[].": "EnvVar kept as raw JSON: prepended to every main container's env untouched",
+        "status.restart.phase": "ours enumerates the phases of domain spec §3.1; upstream leaves it free",
+    },
+    "DynamoComponentDeployment": {
+        "spec.podTemplate.": "PodTemplateSpec " + PODSPEC_RAW,
+        "spec.eppConfig.config.": "kept as raw JSON: upstream preserves unknown fields there",
+    },
+    "DynamoGraphDeploymentScalingAdapter": {},
+    "PodCliqueSet": {
+        "spec.template.cliques[].spec.podSpec.": "PodSpec " + PODSPEC_RAW,
+        "spec.template.cliques[].spec.autoScalingConfig.metrics[].": HPA_METRICS_RAW,
+        "spec.template.podCliqueScalingGroups[].scaleConfig.metrics[].": HPA_METRICS_RAW,
+        "spec.template.resourceClaimTemplates[].templateSpec.": (
+            "kept as raw JSON: a DRA ResourceClaimTemplateSpec the operator copies without reading"
+        ),
+    },
+    "PodClique": {
+        "spec.podSpec.": "PodSpec " + PODSPEC_RAW,
+        "spec.autoScalingConfig.metrics[].": HPA_METRICS_RAW,
+    },
+    "PodCliqueScalingGroup": {},
+}
+
+#: What the operator serves, as specified: (group, version, plural, short names, scale subresource).
+SERVED: dict[str, tuple[str, str, str, list[str], dict[str, str] | None]] = {
+    "DynamoGraphDeployment": ("nvidia.com", "v1beta1", "dynamographdeployments", ["dgd"], None),
+    "DynamoComponentDeployment": ("nvidia.com", "v1beta1", "dynamocomponentdeployments", ["dcd"], None),
+    "DynamoGraphDeploymentScalingAdapter": (
+        "nvidia.com",
+        "v1beta1",
+        "dynamographdeploymentscalingadapters",
+        ["dgdsa"],
+        {
+            "specReplicasPath": ".spec.replicas",
+            "statusReplicasPath": ".status.replicas",
+            "labelSelectorPath": ".status.selector",
+        },
+    ),
+    "PodCliqueSet": (
+        "grove.io",
+        "v1alpha1",
+        "podcliquesets",
+        ["pcs"],
+        {
+            "specReplicasPath": ".spec.replicas",
+            "statusReplicasPath": ".status.replicas",
+            "labelSelectorPath": ".status.hpaPodSelector",
+        },
+    ),
+    "PodClique": (
+        "grove.io",
+        "v1alpha1",
+        "podcliques",
+        ["pclq"],
+        {
+            "specReplicasPath": ".spec.replicas",
+            "statusReplicasPath": ".status.replicas",
+            "labelSelectorPath": ".status.hpaPodSelector",
+        },
+    ),
+    "PodCliqueScalingGroup": (
+        "grove.io",
+        "v1alpha1",
+        "podcliquescalinggroups",
+        ["pcsg"],
+        {
+            "specReplicasPath": ".spec.replicas",
+            "statusReplicasPath": ".status.replicas",
+            "labelSelectorPath": ".status.selector",
+        },
+    ),
+}
+
+KINDS = [resource.kind for resource in RESOURCES]
+
+
+def _resource(kind: str) -> CustomResource:
+    return next(resource for resource in RESOURCES if resource.kind == kind)
+
+
+def _version(crd: dict[str, Any]) -> dict[str, Any]:
+    (version,) = crd["spec"]["versions"]
+    return version  # type: ignore[no-any-return]
+
+
+def _schema(crd: dict[str, Any]) -> dict[str, Any]:
+    return _version(crd)["schema"]["openAPIV3Schema"]  # type: ignore[no-any-return]
+
+
+@functools.cache
+def _upstream_version(kind: str) -> dict[str, Any]:
+    """Upstream's CRD version that matches ours (parsed once: the files are large)."""
+    resource = _resource(kind)
+    directory = GROVE_CRD_DIR if resource.group == "grove.io" else CRD_DIR
+    (crd,) = load_documents(directory / f"{resource.group}_{resource.plural}.yaml")
+    return next(v for v in crd["spec"]["versions"] if v["name"] == resource.version)  # type: ignore[no-any-return]
+
+
+def _field_paths(node: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every field below ``node`` as (path, schema): ``a.b``, ``a[]`` for items, ``a{}`` for map values."""
+    for name, child in node.get("properties", {}).items():
+        path = f"{prefix}.{name}" if prefix else name
+        yield path, child
+        yield from _nested(child, path)
+
+
+def _nested(node: dict[str, Any], path: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    yield from _field_paths(node, path)
+    for key, suffix in (("items", "[]"), ("additionalProperties", "{}")):
+        child = node.get(key)
+        if isinstance(child, dict):
+            yield path + suffix, child
+            yield from _nested(child, path + suffix)
+
+
+def _schema_nodes(node: dict[str, Any], path: str = "<root>") -> Iterator[tuple[str, dict[str, Any]]]:
+    """The root and every field node, each with its path."""
+    yield path, node
+    yield from _nested(node, "")
+
+
+def _covers(prefix: str, path: str) -> bool:
+    if prefix.endswith("."):
+        return path.startswith(prefix)
+    return path == prefix or path.startswith((prefix + ".", prefix + "[", prefix + "{"))
+
+
+def _differences(resource: CustomResource) -> list[tuple[str, str]]:
+    """(path, what differs) for every upstream field of spec and status that ours lacks or reads otherwise."""
+    upstream = dict(_field_paths(_upstream_version(resource.kind)["schema"]["openAPIV3Schema"]))
+    ours = dict(_field_paths(_schema(render_crd(resource))))
+    found: list[tuple[str, str]] = []
+    for path, theirs in upstream.items():
+        if not path.startswith(("spec", "status")):
+            continue
+        mine = ours.get(path)
+        if mine is None:
+            found.append((path, "missing"))
+            continue
+        if theirs.get("type") != mine.get("type"):
+            found.append((path, f"type: upstream {theirs.get('type')}, ours {mine.get('type')}"))
+        if set(theirs.get("enum", [])) != set(mine.get("enum", [])):
+            found.append((path, f"enum: upstream {theirs.get('enum')}, ours {mine.get('enum')}"))
+        for key in ("x-kubernetes-list-type", "x-kubernetes-list-map-keys"):
+            if theirs.get(key) != mine.get(key):
+                found.append((path, f"{key}: upstream {theirs.get(key)}, ours {mine.get(key)}"))
+    return found
+
+
+# (a) Structural schemas.
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_generated_schema_has_no_references_titles_or_null_defaults(kind: str) -> None:
+    # Given the generated CRD of one kind
+    crd = render_crd(_resource(kind))
+    # When it is written out as JSON
+    text = json.dumps(crd)
+    # Then nothing of JSON Schema's vocabulary that the API server rejects is left
+    assert "$ref" not in text
+    assert "$defs" not in text
+    assert all("title" not in node for _, node in _schema_nodes(_schema(crd)))
+    assert all(node.get("default", "") is not None for _, node in _schema_nodes(_schema(crd)))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_schema_node_is_structural(kind: str) -> None:
+    # Given the generated schema of one kind
+    schema = _schema(render_crd(_resource(kind)))
+    for path, node in _schema_nodes(schema):
+        # Then an object with properties says it is an object
+        if "properties" in node:
+            assert node.get("type") == "object", path
+        # And every node is typed, unless it is one of the two escape hatches
+        escape = node.get("x-kubernetes-int-or-string") or node.get("x-kubernetes-preserve-unknown-fields")
+        assert "type" in node or escape, path
+        # And the only anyOf is the int-or-string form, with no type beside it
+        if "anyOf" in node:
+            assert node.get("x-kubernetes-int-or-string") is True, path
+            assert node["anyOf"] == [{"type": "integer"}, {"type": "string"}], path
+            assert "type" not in node, path
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_root_names_api_version_kind_and_metadata_without_constraining_them(kind: str) -> None:
+    # Given the generated schema of one kind
+    properties = _schema(render_crd(_resource(kind)))["properties"]
+    # Then the kind's tag enum did not leak, and metadata is left to the API server
+    assert properties["apiVersion"] == {"type": "string"}
+    assert properties["kind"] == {"type": "string"}
+    assert properties["metadata"] == {"type": "object"}
+
+
+def test_raw_json_preserves_unknown_fields_and_quantities_are_int_or_string() -> None:
+    # Given the DGD schema
+    component = _schema(render_crd(_resource("DynamoGraphDeployment")))["properties"]["spec"]["properties"][
+        "components"
+    ]["items"]["properties"]
+    # Then the raw pod template keeps whatever it is given
+    assert component["podTemplate"] == {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    # And a quantity accepts an int or a string matching the quantity pattern
+    shared_memory = component["sharedMemorySize"]
+    assert shared_memory["x-kubernetes-int-or-string"] is True
+    assert "pattern" in shared_memory
+    # And a marker struct is a plain object
+    assert component["scalingAdapter"] == {
+        "description": component["scalingAdapter"]["description"],
+        "type": "object",
+    }
+
+
+class _Ambiguous(Model, frozen=True, tag_field="kind", tag="Ambiguous"):
+    api_version: str
+    value: int | str | None = None
+
+
+class _Bounded(Model, frozen=True, tag_field="kind", tag="Bounded"):
+    api_version: str
+    above_zero: Annotated[int, msgspec.Meta(gt=0)]
+    level: Literal[1, 2] | None = None
+    raw: JSONObject | None = None
+    anything: PreservedValue = None
+    by_name: dict[str, list[int]] | None = None
+
+
+def test_a_union_without_a_structural_form_is_refused() -> None:
+    # Given a model with a plain int | str field (no int-or-string annotation)
+    # When its schema is made structural
+    # Then it is refused rather than silently weakened
+    with pytest.raises(UnsupportedSchema, match="union of 2 types"):
+        structural_schema(_Ambiguous)
+
+
+def test_json_schema_vocabulary_is_translated_to_openapi() -> None:
+    # Given a model using bounds, an int Literal, raw JSON, any value and a map of lists
+    schema = structural_schema(_Bounded)
+    # Then an exclusive bound is OpenAPI's boolean form
+    assert node_at(schema, "aboveZero") == {"exclusiveMinimum": True, "minimum": 0, "type": "integer"}
+    # And a Literal's enum carries its type
+    assert node_at(schema, "level") == {"enum": [1, 2], "type": "integer"}
+    # And raw JSON keeps unknown fields, as an object or as any value
+    assert node_at(schema, "raw") == {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    assert node_at(schema, "anything") == {"x-kubernetes-preserve-unknown-fields": True}
+    # And map values and list items are reachable by path
+    assert node_at(schema, "byName{}[]") == {"type": "integer"}
+    # And only the kind's own fields are required
+    assert schema["required"] == ["aboveZero"]
+
+
+# (b) The checked-in files are what the code generates.
+
+
+def test_checked_in_crds_are_what_the_models_generate() -> None:
+    # Given the files in deploy/crds/ and what the code generates now
+    checked_in = {path.name: path.read_text(encoding="utf-8") for path in sorted(DEPLOY_CRDS.glob("*.yaml"))}
+    generated = crd_files()
+    # Then they are the same files with the same text (run `make crds` after changing a model)
+    assert sorted(checked_in) == sorted(generated)
+    for name, text in generated.items():
+        assert checked_in[name] == text, f"deploy/crds/{name} is stale: run `make crds`"
+
+
+def test_multi_document_yaml_holds_every_crd_in_order() -> None:
+    # When all CRDs are rendered as one YAML stream
+    documents = list(yaml.safe_load_all(render_crds_yaml()))
+    # Then it holds exactly the CRDs, in the stable order of all_crds
+    assert documents == all_crds()
+    assert [d["spec"]["names"]["kind"] for d in documents] == KINDS
+
+
+# (c) Our schemas cover upstream's fields, with the same enums, types and list semantics.
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_schema_covers_every_upstream_field_with_the_same_enums_and_types(kind: str) -> None:
+    # Given every way our schema differs from upstream's for spec and status
+    allowed = ALLOWED_DIFFERENCES[kind]
+    differences = _differences(_resource(kind))
+    # Then each difference is one we chose, for a stated reason
+    unexplained = [(path, what) for path, what in differences if not any(_covers(p, path) for p in allowed)]
+    assert unexplained == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_allowed_difference_is_still_a_difference(kind: str) -> None:
+    # Given the differences from upstream that we allow
+    differences = _differences(_resource(kind))
+    # Then each allowance still covers a real difference (a stale one would hide a future regression)
+    stale = [
+        prefix for prefix in ALLOWED_DIFFERENCES[kind] if not any(_covers(prefix, p) for p, _ in differences)
+    ]
+    assert stale == []
+
+
+def test_comparison_sees_through_to_nested_component_fields() -> None:
+    # Given the upstream DGD's field paths
+    upstream = dict(_field_paths(_upstream_version("DynamoGraphDeployment")["schema"]["openAPIV3Schema"]))
+    ours = dict(_field_paths(_schema(render_crd(_resource("DynamoGraphDeployment")))))
+    # Then deep fields are compared, not only the top level
+    assert "spec.components[].experimental.checkpoint.mode" in upstream
+    assert ours["spec.components[].experimental.checkpoint.mode"]["enum"] == ["Auto", "Manual"]
+    assert "status.components{}.componentKind" in ours
+
+
+# (d) How each kind is served.
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_kind_is_served_and_stored_in_one_version_with_its_names_and_subresources(kind: str) -> None:
+    # Given the generated CRD and what the operator must serve
+    crd = render_crd(_resource(kind))
+    group, version, plural, short_names, scale = SERVED[kind]
+    # Then it is named after its plural and group, with the expected short names
+    assert crd["metadata"]["name"] == f"{plural}.{group}"
+    assert crd["spec"]["group"] == group
+    assert crd["spec"]["scope"] == "Namespaced"
+    assert crd["spec"]["names"]["plural"] == plural
+    assert crd["spec"]["names"]["kind"] == kind
+    assert crd["spec"]["names"]["shortNames"] == short_names
+    # And exactly one version is served and stored (v1alpha1 DGD needs the conversion webhook first)
+    served = _version(crd)
+    assert (served["name"], served["served"], served["storage"]) == (version, True, True)
+    # And status is a subresource, scale only where specified
+    expected = {"status": {}} if scale is None else {"status": {}, "scale": scale}
+    assert served["subresources"] == expected
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_subresources_match_upstream(kind: str) -> None:
+    # Given our served version and upstream's
+    resource = _resource(kind)
+    # Then the subresources are the same
+    assert _version(render_crd(resource))["subresources"] == _upstream_version(resource.kind)["subresources"]
+
+
+def test_dgd_printer_columns_are_ready_state_backend_age() -> None:
+    # Given the DGD's printer columns
+    columns = _version(render_crd(_resource("DynamoGraphDeployment")))["additionalPrinterColumns"]
+    # Then they are Ready, State, Backend and Age, at the specified paths
+    assert [(c["name"], c["type"], c["jsonPath"]) for c in columns] == [
+        ("Ready", "string", '.status.conditions[?(@.type=="Ready")].status'),
+        ("State", "string", ".status.state"),
+        ("Backend", "string", ".spec.backendFramework"),
+        ("Age", "date", ".metadata.creationTimestamp"),
+    ]
+
+
+@pytest.mark.parametrize("kind", [k for k in KINDS if k != "DynamoGraphDeployment"])
+def test_printer_columns_match_upstream(kind: str) -> None:
+    # Given our printer columns and upstream's
+    resource = _resource(kind)
+    ours = _version(render_crd(resource))["additionalPrinterColumns"]
+    theirs = _upstream_version(resource.kind)["additionalPrinterColumns"]
+
+    def shape(columns: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+        return [(c["name"], c["type"], c["jsonPath"], c.get("priority")) for c in columns]
+
+    # Then they show the same columns, from the same paths, in the same order
+    assert shape(ours) == shape(theirs)
+
+
+def test_list_map_semantics_on_components_and_conditions() -> None:
+    # Given the DGD schema
+    schema = _schema(render_crd(_resource("DynamoGraphDeployment")))
+    components = schema["properties"]["spec"]["properties"]["components"]
+    conditions = schema["properties"]["status"]["properties"]["conditions"]
+    # Then components merge by name and conditions by type, as upstream declares
+    assert (components["x-kubernetes-list-type"], components["x-kubernetes-list-map-keys"]) == (
+        "map",
+        ["name"],
+    )
+    assert (conditions["x-kubernetes-list-type"], conditions["x-kubernetes-list-map-keys"]) == (
+        "map",
+        ["type"],
+    )
+
+
+def test_upstream_crds_are_where_the_comparison_reads_them() -> None:
+    # A missing upstream checkout must fail loudly rather than compare against nothing.
+    paths: list[Path] = [
+        (GROVE_CRD_DIR if r.group == "grove.io" else CRD_DIR) / f"{r.group}_{r.plural}.yaml"
+        for r in RESOURCES
+    ]
+    assert [p for p in paths if not p.is_file()] == []

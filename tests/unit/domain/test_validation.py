@@ -1,0 +1,333 @@
+"""Admission of DGD documents: the corpus of broken manifests, upstream's own DGDs, and what admission
+does beyond reporting one error (collecting every error, defaulting, warnings, junk input)."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+
+from dgd.domain.defaulting import ORIGIN_VERSION, WORKLOAD_PROVIDER
+from dgd.domain.documents import admit_document
+from dgd.domain.errors import FieldError
+from dgd.domain.manifests import ManifestError, load_manifests
+from dgd.domain.validation import admit
+from dgd.messages.dgd import API_VERSION
+from tests.upstream import dgd_documents
+
+CORPUS = Path(__file__).resolve().parents[2] / "corpus" / "invalid"
+EXPECT, XFAIL = "# expect: ", "# xfail: "
+
+
+class CorpusCase(NamedTuple):
+    """A broken manifest and the header that states every error it must produce, in output order."""
+
+    path: Path
+    expected: list[str]
+    xfail: str | None
+
+
+def _read_case(path: Path) -> CorpusCase:
+    expected: list[str] = []
+    xfail = None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            break
+        if line.startswith(EXPECT):
+            expected.append(line.removeprefix(EXPECT))
+        elif line.startswith(XFAIL):
+            xfail = line.removeprefix(XFAIL)
+    return CorpusCase(path, expected, xfail)
+
+
+def _corpus() -> list[Any]:
+    cases = [_read_case(path) for path in sorted(CORPUS.glob("*.yaml"))]
+    # A known validator bug is a strict xfail: fixing it turns the case red until its header is updated.
+    return [
+        pytest.param(
+            case,
+            id=case.path.stem,
+            marks=[pytest.mark.xfail(reason=case.xfail, strict=True)] if case.xfail else [],
+        )
+        for case in cases
+    ]
+
+
+def _reported_errors(text: str) -> list[str]:
+    """What `dgd-operator validate` reports for a file: the YAML problem, or every document's errors."""
+    try:
+        documents = load_manifests(text)
+    except ManifestError as exc:
+        return [str(exc)]
+    return [str(error) for document in documents for error in admit_document(document).errors]
+
+
+def test_corpus_holds_at_least_forty_broken_manifests() -> None:
+    # given the corpus directory
+    cases = [_read_case(path) for path in CORPUS.glob("*.yaml")]
+
+    # then it is large enough to cover the admission rules, and every file states what it expects
+    assert len(cases) >= 40
+    assert [c.path.name for c in cases if not c.expected] == []
+
+
+@pytest.mark.parametrize("case", _corpus())
+def test_broken_manifest_reports_exactly_its_stated_errors(case: CorpusCase) -> None:
+    # given a manifest with one deliberate mistake and the errors its header states
+    text = case.path.read_text(encoding="utf-8")
+
+    # when it is loaded and admitted
+    errors = _reported_errors(text)
+
+    # then the mistake is found, and nothing else is reported
+    assert errors == case.expected
+
+
+UPSTREAM = list(dgd_documents())
+
+
+def _upstream(api_version: str | None = None) -> list[Any]:
+    return [
+        pytest.param(document, id=f"{file}#{index}")
+        for file, index, document in UPSTREAM
+        if api_version is None or document.get("apiVersion") == api_version
+    ]
+
+
+def test_upstream_reference_dgds_are_present() -> None:
+    # given the upstream reference data beside the project
+    api_versions = {document.get("apiVersion") for _, _, document in UPSTREAM}
+
+    # then both API versions are represented, so the acceptance tests below are not vacuous
+    assert api_versions == {"nvidia.com/v1beta1", "nvidia.com/v1alpha1"}
+
+
+@pytest.mark.parametrize("document", _upstream(API_VERSION))
+def test_upstream_v1beta1_dgd_is_admitted_without_errors(document: dict[str, Any]) -> None:
+    # when an upstream v1beta1 DGD is admitted as a create
+    verdict = admit(document)
+
+    # then it has no errors and decodes into a defaulted DGD
+    assert verdict.errors == []
+    assert verdict.dgd is not None
+
+
+@pytest.mark.parametrize("document", _upstream())
+def test_upstream_dgd_document_is_valid_in_either_api_version(document: dict[str, Any]) -> None:
+    # when any upstream DGD document, v1alpha1 or v1beta1, is admitted
+    verdict = admit_document(document)
+
+    # then it is valid
+    assert verdict.errors == []
+    assert verdict.outcome == "valid"
+
+
+def _image(tag: str = "1.5.0") -> str:
+    return f"nvcr.io/nvidia/ai-dynamo/vllm-runtime:{tag}"
+
+
+def _dgd(*, annotations: dict[str, str] | None = None, **worker: Any) -> dict[str, Any]:
+    """A small valid v1beta1 DGD (a frontend and a one-GPU worker); ``worker`` sets worker fields."""
+    metadata: dict[str, Any] = {"name": "demo"}
+    if annotations is not None:
+        metadata["annotations"] = annotations
+    main = {"name": "main", "image": _image(), "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "DynamoGraphDeployment",
+        "metadata": metadata,
+        "spec": {
+            "backendFramework": "vllm",
+            "components": [
+                {
+                    "name": "Frontend",
+                    "type": "frontend",
+                    "podTemplate": {"spec": {"containers": [{"name": "main", "image": _image()}]}},
+                },
+                {
+                    "name": "Worker",
+                    "type": "worker",
+                    "podTemplate": {"spec": {"containers": [main]}},
+                    **worker,
+                },
+            ],
+        },
+    }
+
+
+def test_every_independent_mistake_is_reported_at_once() -> None:
+    # given a DGD with three unrelated mistakes: an annotation, a component field and a spec field
+    document = _dgd(annotations={"nvidia.com/grove-update-strategy": "Sometimes"}, replicas=2, minAvailable=3)
+    document["spec"]["restart"] = {"id": "now"}
+
+    # when it is admitted
+    verdict = admit(document)
+
+    # then all three are reported, in document order, and no DGD is produced
+    assert [error.path for error in verdict.errors] == [
+        "metadata.annotations[nvidia.com/grove-update-strategy]",
+        "spec.components[1].minAvailable",
+        "spec.restart",
+    ]
+    assert verdict.dgd is None
+
+
+def test_every_schema_mistake_is_reported_at_once() -> None:
+    # given a DGD with three schema mistakes in different places
+    document = _dgd(type="wroker", replicas=-1)
+    document["spec"]["backendFramework"] = "tensorrt"
+
+    # when it is admitted
+    verdict = admit(document)
+
+    # then each one has its own error
+    assert verdict.errors == [
+        FieldError("spec.backendFramework", '"tensorrt" is not one of sglang, vllm, trtllm'),
+        FieldError(
+            "spec.components[1].type",
+            '"wroker" is not one of frontend, worker, prefill, decode, planner, epp',
+        ),
+        FieldError("spec.components[1].replicas", "-1 is too small: must be at least 0"),
+    ]
+
+
+def test_grove_dgd_is_defaulted_in_memory_with_replicas_min_available_and_provider() -> None:
+    # given a DGD that leaves replicas and minAvailable unset, on an operator with Grove
+    document = _dgd()
+    original = copy.deepcopy(document)
+
+    # when it is admitted
+    verdict = admit(document, grove_enabled=True)
+
+    # then the admitted DGD carries upstream's defaults, and the input document is untouched
+    assert verdict.dgd is not None
+    assert [(c.replicas, c.min_available) for c in verdict.dgd.spec.components or []] == [(1, 1), (1, 1)]
+    assert (verdict.dgd.metadata.annotations or {})[WORKLOAD_PROVIDER] == "grove"
+    assert document == original
+
+
+def test_component_pathway_dgd_gets_replicas_but_no_min_available() -> None:
+    # given a DGD that opts out of Grove
+    document = _dgd(annotations={"nvidia.com/enable-grove": "false"})
+
+    # when it is admitted
+    verdict = admit(document, grove_enabled=True)
+
+    # then replicas default to 1, minAvailable stays unset and the provider is "component"
+    assert verdict.dgd is not None
+    assert [(c.replicas, c.min_available) for c in verdict.dgd.spec.components or []] == [
+        (1, None),
+        (1, None),
+    ]
+    assert (verdict.dgd.metadata.annotations or {})[WORKLOAD_PROVIDER] == "component"
+
+
+def test_user_supplied_provider_annotation_is_replaced_on_create() -> None:
+    # given a DGD whose author wrote the controller-owned provider annotation, on an operator without Grove
+    document = _dgd(annotations={WORKLOAD_PROVIDER: "grove"})
+
+    # when it is admitted
+    verdict = admit(document, grove_enabled=False)
+
+    # then the provider is the one the operator selects
+    assert verdict.dgd is not None
+    assert (verdict.dgd.metadata.annotations or {})[WORKLOAD_PROVIDER] == "component"
+
+
+def test_origin_version_is_set_from_the_operator_when_absent() -> None:
+    # when a DGD without an origin version is admitted by operator 1.5.0
+    verdict = admit(_dgd(), operator_version="1.5.0")
+
+    # then the origin version is the operator's
+    assert verdict.dgd is not None
+    assert (verdict.dgd.metadata.annotations or {})[ORIGIN_VERSION] == "1.5.0"
+
+
+def test_origin_version_present_on_create_is_kept() -> None:
+    # given a DGD that already records an origin version (for example after a v1alpha1 round trip)
+    document = _dgd(annotations={ORIGIN_VERSION: "1.4.0"})
+
+    # when operator 1.5.0 admits it
+    verdict = admit(document, operator_version="1.5.0")
+
+    # then the recorded origin version is kept
+    assert verdict.dgd is not None
+    assert (verdict.dgd.metadata.annotations or {})[ORIGIN_VERSION] == "1.4.0"
+
+
+def test_image_without_semver_tag_is_a_warning_not_an_error() -> None:
+    # given a worker whose image tag is not a semantic version and that sets no runtimeVersionOverride
+    document = _dgd()
+    document["spec"]["components"][1]["podTemplate"]["spec"]["containers"][0]["image"] = _image("my-tag")
+
+    # when it is admitted
+    verdict = admit(document)
+
+    # then it is admitted, with a warning that names the field and the image
+    assert verdict.errors == []
+    assert verdict.dgd is not None
+    assert verdict.warnings == [
+        FieldError(
+            "spec.components[1].runtimeVersionOverride",
+            f'is required when the main container image "{_image("my-tag")}" has no semantic-version tag '
+            "(upstream admission refuses this on create)",
+        )
+    ]
+
+
+def test_runtime_version_override_silences_the_image_tag_warning() -> None:
+    # given the same worker with an explicit runtime version
+    document = _dgd(runtimeVersionOverride="1.5.0")
+    document["spec"]["components"][1]["podTemplate"]["spec"]["containers"][0]["image"] = _image("my-tag")
+
+    # when it is admitted
+    verdict = admit(document)
+
+    # then there is nothing to warn about
+    assert verdict.errors == []
+    assert verdict.warnings == []
+
+
+@pytest.mark.parametrize(
+    "junk",
+    [
+        None,
+        [],
+        [{"kind": "DynamoGraphDeployment"}],
+        "kind: DynamoGraphDeployment",
+        5,
+        {},
+        {"spec": 5},
+        {"apiVersion": API_VERSION, "kind": "DynamoGraphDeployment", "metadata": "demo", "spec": {}},
+        {
+            "apiVersion": API_VERSION,
+            "kind": "DynamoGraphDeployment",
+            "metadata": {},
+            "spec": {"components": 5},
+        },
+        {
+            "apiVersion": API_VERSION,
+            "kind": "DynamoGraphDeployment",
+            "metadata": {},
+            "spec": {"components": [7]},
+        },
+    ],
+    ids=repr,
+)
+def test_admit_reports_junk_as_errors_and_never_raises(junk: Any) -> None:
+    # when something that is not a DGD is admitted
+    verdict = admit(junk)
+
+    # then it is refused with errors, not an exception
+    assert verdict.errors != []
+    assert verdict.dgd is None
+
+
+def test_null_document_is_reported_like_any_other_non_object() -> None:
+    # when an empty (null) document is admitted
+    verdict = admit(None)
+
+    # then the error reads like the one for a list or a string
+    assert verdict.errors == [FieldError("", "null is not an object")]
