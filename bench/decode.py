@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -29,12 +30,8 @@ import msgspec  # noqa: E402
 from dgd.messages.dgd import API_VERSION_V1ALPHA1, DynamoGraphDeployment  # noqa: E402
 from tests.upstream import UPSTREAM, dgd_documents  # noqa: E402
 
-try:
-    from dgd.domain.conversion import dgd_to_v1beta1
-except ImportError:  # the conversion is written separately; without it v1alpha1 documents are skipped
-    dgd_to_v1beta1 = None
-
 Loop = Callable[[list[bytes], int], None]
+Convert = Callable[[dict[str, Any]], dict[str, Any]]
 
 #: Shortened in labels: the directory of the golden inputs.
 _GOLDEN = "deploy/operator/internal/controller/"
@@ -70,17 +67,27 @@ def repetitions_for(blobs: list[bytes], min_round_seconds: float) -> int:
     return max(20, int(min_round_seconds / max(once, 1e-9)))
 
 
+def converter() -> Convert | None:
+    """The v1alpha1 -> v1beta1 conversion, ``None`` when ``dgd.domain.conversion`` is not importable."""
+    try:
+        from dgd.domain.conversion import dgd_to_v1beta1
+    except ImportError:
+        return None
+    return dgd_to_v1beta1
+
+
 def load_blobs() -> tuple[list[tuple[str, bytes]], list[str]]:
     """(label, JSON bytes) of every upstream DGD, and what was converted or skipped on the way."""
+    convert = converter()
     blobs: list[tuple[str, bytes]] = []
     notes: list[str] = []
     for path, index, document in dgd_documents():
         label = f"{path.removeprefix('ai-dynamo-dynamo/').replace(_GOLDEN, '')}#{index}"
         if document.get("apiVersion") == API_VERSION_V1ALPHA1:
-            if dgd_to_v1beta1 is None:
+            if convert is None:
                 notes.append(f"skipped (v1alpha1, conversion module not available): {label}")
                 continue
-            document = dgd_to_v1beta1(document)
+            document = convert(document)
             notes.append(f"converted v1alpha1 -> v1beta1 before serializing: {label}")
         data = msgspec.json.encode(document)
         msgspec.json.decode(data, type=DynamoGraphDeployment)  # every input must decode before timing

@@ -164,7 +164,7 @@ def components(draw: st.DrawFn, name: str, type_: str) -> Document:
 def component_lists(draw: st.DrawFn) -> list[Document]:
     """1 to 6 components with names unique case-insensitively and at most one ``epp``."""
     names = draw(st.lists(component_names, min_size=1, max_size=6, unique_by=str.lower))
-    types = [draw(_non_epp_types) for _ in names]
+    types: list[str] = [draw(_non_epp_types) for _ in names]
     if draw(_quarter):
         types[draw(st.integers(0, len(types) - 1))] = "epp"
     return [draw(components(name, type_)) for name, type_ in zip(names, types, strict=True)]
