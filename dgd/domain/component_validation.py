@@ -51,20 +51,32 @@ def check_component(
 
 
 def runtime_version_warnings(component: ComponentSpec, path: str) -> Iterator[FieldError]:
-    """Upstream refuses, on create, a main image without a semver tag and no runtimeVersionOverride.
+    """Upstream's create-time runtime-version rule (supplement §4.4 item 10.13), as warnings.
 
-    We only warn: upstream's own examples use such tags (``my-tag``), see docs/decisions.md.
+    Upstream refuses, on create, a component with no ``main`` container image, and a main image
+    without a semver tag when there is no ``runtimeVersionOverride``. We only warn: upstream's own
+    examples leave the image to be filled in or use ``my-tag`` placeholders; see docs/decisions.md.
     """
+    refused = "upstream admission refuses this on create"
     found = main_container(component.pod_template)
-    image = found[1].get("image") if found else None
-    if not isinstance(image, str) or component.runtime_version_override is not None:
+    if found is None:
+        yield FieldError(
+            f"{path}.podTemplate.spec.containers", f'has no container named "main" with an image ({refused})'
+        )
+        return
+    index, container = found
+    image = container.get("image")
+    if not isinstance(image, str) or not image:
+        yield FieldError(f"{path}.podTemplate.spec.containers[{index}].image", f"is required ({refused})")
+        return
+    if component.runtime_version_override is not None:
         return
     tag = image_tag(image)
     if tag is None or not _STRICT_SEMVER.fullmatch(tag):
         yield FieldError(
             f"{path}.runtimeVersionOverride",
             f"is required when the main container image {show(image)} has no semantic-version tag "
-            "(upstream admission refuses this on create)",
+            f"({refused})",
         )
 
 
@@ -280,20 +292,19 @@ def _power_limit(component: ComponentSpec, path: str) -> Iterator[FieldError]:
 
 
 def _images(component: ComponentSpec, path: str) -> Iterator[FieldError]:
-    """A ``main`` container with an image is required; every other container needs an image too."""
+    """Every container but ``main`` needs an image (CRD rule; ``main`` is checked as a warning)."""
     where = f"{path}.podTemplate.spec"
-    if main_container(component.pod_template) is None:
-        yield FieldError(f"{where}.containers", 'is required: a container named "main" with an image')
     spec = (component.pod_template or {}).get("spec")
     for field, kind in (("containers", "sidecar containers"), ("initContainers", "init containers")):
         items = spec.get(field) if isinstance(spec, dict) else None
         for index, container in enumerate(items if isinstance(items, list) else []):
             image = container.get("image") if isinstance(container, dict) else None
-            if isinstance(image, str) and image:
-                continue
-            if isinstance(container, dict) and container.get("name") == MAIN_CONTAINER:
-                yield FieldError(f"{where}.{field}[{index}].image", "is required")
-            else:
+            is_main = (
+                field == "containers"
+                and isinstance(container, dict)
+                and container.get("name") == MAIN_CONTAINER
+            )
+            if not is_main and not (isinstance(image, str) and image):
                 yield FieldError(
                     f"{where}.{field}[{index}].image", f"is required: {kind} must specify a non-empty image"
                 )

@@ -33,7 +33,7 @@ def component_of(
         component["providerOverride"] = copy.deepcopy(service["providerOverride"])
     component["name"] = name
     component_type = component_type_of(service)
-    if component_type:
+    if component_type and not is_legacy_type(service):
         component["type"] = component_type
     if service.get("runtimeVersionOverride"):
         component["runtimeVersionOverride"] = service["runtimeVersionOverride"]
@@ -73,6 +73,20 @@ def component_of(
     if experimental:
         component["experimental"] = experimental
     return component
+
+
+#: componentType values of older releases that v1beta1 has no value for.
+LEGACY_COMPONENT_TYPES = frozenset({"main", "default"})
+
+
+def is_legacy_type(service: dict[str, Any]) -> bool:
+    """A ``componentType`` of older releases (``main``, ``default``) that v1beta1 has no value for.
+
+    Such a component converts without a ``type`` (a generic component) and keeps the value in the
+    ``nvidia.com/dgd-spec`` annotation; see docs/decisions.md. Any other unknown value converts as
+    is, and v1beta1 validation refuses it.
+    """
+    return component_type_of(service) in LEGACY_COMPONENT_TYPES
 
 
 def component_type_of(service: dict[str, Any]) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 from dgd.domain.conversion_component import (
     PROMOTED_SUB_TYPES,
     component_type_of,
+    is_legacy_type,
     shared_memory_needs_preservation,
 )
 from dgd.domain.conversion_podtemplate import (
@@ -36,6 +37,8 @@ def preserved_service(name: str, service: dict[str, Any], include_origin_splits:
     saved: dict[str, Any] = {}
 
     # Fields with no v1beta1 counterpart at all.
+    if is_legacy_type(service):
+        saved["componentType"] = service["componentType"]
     if service.get("subComponentType") and component_type_of(service) not in PROMOTED_SUB_TYPES:
         saved["subComponentType"] = service["subComponentType"]
     saved.update({key: copy.deepcopy(service[key]) for key in _KEPT_WHEN_SET if service.get(key) is not None})

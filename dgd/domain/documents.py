@@ -14,6 +14,7 @@ from typing import Any, Literal
 import msgspec
 
 from dgd.domain.conversion import ConversionError, dgd_to_v1beta1
+from dgd.domain.conversion_component import is_legacy_type
 from dgd.domain.errors import FieldError, show
 from dgd.domain.structure import check
 from dgd.domain.validation import Verdict, admit
@@ -98,9 +99,25 @@ def _admit_v1alpha1(document: dict[str, Any], grove_enabled: bool) -> Verdict:
     names = [c.get("name") for c in converted.get("spec", {}).get("components") or []]
     return Verdict(
         errors=[_alpha_path(e, names) for e in verdict.errors],
-        warnings=[_alpha_path(w, names) for w in verdict.warnings],
+        warnings=_legacy_types(document) + [_alpha_path(w, names) for w in verdict.warnings],
         dgd=verdict.dgd,
     )
+
+
+def _legacy_types(document: dict[str, Any]) -> list[FieldError]:
+    """Services whose ``componentType`` of an older release has no v1beta1 value (see docs/decisions.md)."""
+    services = document.get("spec", {}).get("services") or {}
+    return [
+        FieldError(
+            f"spec.services[{name}].componentType",
+            f"{show(service['componentType'])} is a legacy component type with no v1beta1 value: the "
+            "component "
+            "is converted without a type (a generic component) and the value is kept in the "
+            "nvidia.com/dgd-spec annotation",
+        )
+        for name, service in sorted(services.items())
+        if isinstance(service, dict) and is_legacy_type(service)
+    ]
 
 
 #: v1beta1 component sub-paths and their v1alpha1 spelling.

@@ -25,6 +25,7 @@ from dgd.messages.dgd import DynamoGraphDeployment
 
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+PLACEHOLDER = re.compile(r"<[^<>]+>|\$\{[^}]+\}|\{\{[^}]+\}\}")
 SUBDOMAIN_WORDS = (
     "at most 253 lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
 )
@@ -60,7 +61,8 @@ def admit(document: object, *, grove_enabled: bool = True, operator_version: str
         return Verdict(errors=[FieldError("", str(exc))], warnings=[])
     dgd = default_dgd(decoded, grove_enabled=grove_enabled, operator_version=operator_version, create=True)
     errors = sorted(validate_create(dgd, grove_enabled=grove_enabled), key=_document_order)
-    warnings = [
+    warnings = list(metadata_warnings(dgd))
+    warnings += [
         w for i, c in enumerate(dgd.spec.components or []) for w in runtime_version_warnings(c, _at(i))
     ]
     return Verdict(errors=errors, warnings=warnings, dgd=None if errors else dgd)
@@ -101,7 +103,11 @@ def _metadata(dgd: DynamoGraphDeployment) -> Iterator[FieldError]:
         yield FieldError("metadata.name", "is required")
     elif not _is_subdomain(meta.name):
         yield FieldError("metadata.name", f"{show(meta.name)} is not allowed: use {SUBDOMAIN_WORDS}")
-    if meta.namespace is not None and not DNS_LABEL.fullmatch(meta.namespace):
+    if (
+        meta.namespace is not None
+        and not DNS_LABEL.fullmatch(meta.namespace)
+        and not _placeholder(meta.namespace)
+    ):
         yield FieldError("metadata.namespace", f"{show(meta.namespace)} is not a valid namespace name")
     annotations = meta.annotations or {}
     origin = annotations.get(ORIGIN_VERSION)
@@ -122,6 +128,21 @@ def _metadata(dgd: DynamoGraphDeployment) -> Iterator[FieldError]:
             f'{"is missing" if mode is None else "is " + show(mode)}: it must be "container" when intra-pod '
             "failover is configured",
         )
+
+
+def metadata_warnings(dgd: DynamoGraphDeployment) -> Iterator[FieldError]:
+    """Template placeholders left in metadata (``<your-namespace>``, ``${NAMESPACE}``)."""
+    namespace = dgd.metadata.namespace
+    if namespace is not None and _placeholder(namespace):
+        yield FieldError(
+            "metadata.namespace",
+            f"{show(namespace)} looks like a template placeholder: replace it with a namespace name "
+            "before applying",
+        )
+
+
+def _placeholder(value: str) -> bool:
+    return PLACEHOLDER.search(value) is not None
 
 
 def _graph(dgd: DynamoGraphDeployment, refusal: str | None) -> Iterator[FieldError]:

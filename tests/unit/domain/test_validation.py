@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
+from dgd.domain.conversion import dgd_to_v1beta1
 from dgd.domain.defaulting import ORIGIN_VERSION, WORKLOAD_PROVIDER
 from dgd.domain.documents import admit_document
 from dgd.domain.errors import FieldError
@@ -277,6 +278,63 @@ def test_image_without_semver_tag_is_a_warning_not_an_error() -> None:
     ]
 
 
+def test_component_without_a_main_container_is_a_warning_not_an_error() -> None:
+    # given a worker whose only container is not named main
+    document = _dgd()
+    document["spec"]["components"][1]["podTemplate"]["spec"]["containers"][0]["name"] = "engine"
+
+    # when it is admitted
+    verdict = admit(document)
+
+    # then it is admitted, with a warning that says upstream would refuse it on create
+    assert verdict.errors == []
+    assert verdict.warnings == [
+        FieldError(
+            "spec.components[1].podTemplate.spec.containers",
+            'has no container named "main" with an image (upstream admission refuses this on create)',
+        )
+    ]
+
+
+def test_main_container_without_an_image_is_a_warning_not_an_error() -> None:
+    # given a worker whose main container has no image (upstream examples leave it to be filled in)
+    document = _dgd()
+    del document["spec"]["components"][1]["podTemplate"]["spec"]["containers"][0]["image"]
+
+    # when it is admitted
+    verdict = admit(document)
+
+    # then it is admitted, with a warning at the image field
+    assert verdict.errors == []
+    assert verdict.warnings == [
+        FieldError(
+            "spec.components[1].podTemplate.spec.containers[0].image",
+            "is required (upstream admission refuses this on create)",
+        )
+    ]
+
+
+def test_placeholder_namespace_is_a_warning_and_a_bad_namespace_an_error() -> None:
+    # given one DGD with a template placeholder for its namespace and one with an invalid name
+    placeholder, invalid = _dgd(), _dgd()
+    placeholder["metadata"]["namespace"] = "<your-namespace>"
+    invalid["metadata"]["namespace"] = "Team_A"
+
+    # when both are admitted
+    kept, refused = admit(placeholder), admit(invalid)
+
+    # then the placeholder is only a warning, the invalid name an error
+    assert kept.errors == []
+    assert kept.warnings == [
+        FieldError(
+            "metadata.namespace",
+            '"<your-namespace>" looks like a template placeholder: replace it with a namespace name '
+            "before applying",
+        )
+    ]
+    assert refused.errors == [FieldError("metadata.namespace", '"Team_A" is not a valid namespace name')]
+
+
 def test_runtime_version_override_silences_the_image_tag_warning() -> None:
     # given the same worker with an explicit runtime version
     document = _dgd(runtimeVersionOverride="1.5.0")
@@ -331,3 +389,34 @@ def test_null_document_is_reported_like_any_other_non_object() -> None:
 
     # then the error reads like the one for a list or a string
     assert verdict.errors == [FieldError("", "null is not an object")]
+
+
+def test_legacy_v1alpha1_component_type_converts_to_a_generic_component_with_a_warning() -> None:
+    # given a v1alpha1 DGD whose worker uses the componentType "main" of older releases
+    document = {
+        "apiVersion": "nvidia.com/v1alpha1",
+        "kind": "DynamoGraphDeployment",
+        "metadata": {"name": "legacy"},
+        "spec": {
+            "services": {
+                "Worker": {
+                    "componentType": "main",
+                    "extraPodSpec": {"mainContainer": {"image": _image()}},
+                }
+            }
+        },
+    }
+
+    # when it is admitted and converted
+    verdict = admit_document(document)
+    converted = dgd_to_v1beta1(document)
+
+    # then it is valid with a warning at its v1alpha1 path, and the value survives in the annotation
+    assert verdict.outcome == "valid"
+    assert [str(w) for w in verdict.warnings] == [
+        'spec.services[Worker].componentType: "main" is a legacy component type with no v1beta1 value: the '
+        "component is converted without a type (a generic component) and the value is kept in the "
+        "nvidia.com/dgd-spec annotation"
+    ]
+    assert "type" not in converted["spec"]["components"][0]
+    assert '"componentType":"main"' in converted["metadata"]["annotations"]["nvidia.com/dgd-spec"]
