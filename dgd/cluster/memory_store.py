@@ -1,0 +1,222 @@
+"""The memory API server's storage (its etcd and watch cache).
+
+Objects are kept per resource as plain JSON, never mutated once stored, next to their encoded
+bytes (what reads decode from, so every reader gets a fresh object). One global resourceVersion
+counts every write, as etcd's revision does. Each resource keeps a bounded history of its changes —
+the window a watch can resume from — and the ``floor`` below which a resume is ``Gone``.
+
+The store knows nothing of Kubernetes rules (``memory_server`` applies them); it assigns
+resourceVersions, keeps the uid and owner indexes, records history and tells its listeners (watch
+fan-out, garbage collector) about every change, synchronously and in order.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any, Literal
+
+import msgspec
+
+from dgd.cluster.errors import Gone
+from dgd.messages.base import JSONObject
+
+ChangeType = Literal["ADDED", "MODIFIED", "DELETED"]
+#: (plural, namespace, name); namespace is ``None`` for cluster-scoped kinds.
+StoreKey = tuple[str, str | None, str]
+
+
+class Stored:
+    """One stored version of one object. ``data`` is never mutated; decode ``blob`` to get a copy."""
+
+    __slots__ = ("blob", "data", "key", "labels", "rv", "uid")
+
+    def __init__(self, key: StoreKey, data: JSONObject, rv: int) -> None:
+        metadata = data["metadata"]
+        self.key = key
+        self.data = data
+        self.rv = rv
+        self.blob = msgspec.json.encode(data)
+        self.uid: str = metadata.get("uid", "")
+        self.labels: dict[str, str] = metadata.get("labels") or {}
+
+    @property
+    def metadata(self) -> JSONObject:
+        metadata: JSONObject = self.data["metadata"]
+        return metadata
+
+    @property
+    def finalizers(self) -> list[str]:
+        return list(self.metadata.get("finalizers") or ())
+
+    @property
+    def deleting(self) -> bool:
+        return bool(self.metadata.get("deletionTimestamp"))
+
+    @property
+    def owners(self) -> list[JSONObject]:
+        return list(self.metadata.get("ownerReferences") or ())
+
+    def thaw(self) -> JSONObject:
+        """A fresh, mutable copy of the object."""
+        data: JSONObject = msgspec.json.decode(self.blob)
+        return data
+
+    def stamped(self, rv: int) -> Stored:
+        """This version with another resourceVersion (how a deletion reports the last state)."""
+        data = self.thaw()
+        data["metadata"]["resourceVersion"] = str(rv)
+        return Stored(self.key, data, rv)
+
+
+class Change:
+    """One write: ``obj`` is the new state (for ``DELETED``, the last state stamped with ``rv``)."""
+
+    __slots__ = ("_prev_at_rv", "obj", "prev", "rv", "type")
+
+    def __init__(self, type: ChangeType, rv: int, obj: Stored, prev: Stored | None) -> None:
+        self.type = type
+        self.rv = rv
+        self.obj = obj
+        self.prev = prev
+        self._prev_at_rv: Stored | None = None
+
+    @property
+    def key(self) -> StoreKey:
+        return self.obj.key
+
+    def prev_at_rv(self) -> Stored:
+        """The previous state stamped with this change's resourceVersion (a selector-exit ``DELETED``)."""
+        assert self.prev is not None
+        if self._prev_at_rv is None:
+            self._prev_at_rv = self.prev.stamped(self.rv)
+        return self._prev_at_rv
+
+
+class History:
+    """The last ``capacity`` changes of one resource. A watch may resume from any resourceVersion
+    at or above ``floor``; below it, a change it needs has been evicted, so the answer is ``Gone``."""
+
+    def __init__(self, capacity: int) -> None:
+        self.changes: deque[Change] = deque()
+        self.capacity = capacity
+        self.floor = 1
+
+    def append(self, change: Change) -> None:
+        if len(self.changes) >= self.capacity:
+            self.floor = self.changes.popleft().rv
+        self.changes.append(change)
+
+    def since(self, rv: int) -> list[Change]:
+        """Every change after ``rv``, oldest first; ``Gone`` if some were evicted."""
+        if rv < self.floor:
+            raise Gone(f"too old resource version: {rv} ({self.floor})")
+        newer: list[Change] = []
+        for change in reversed(self.changes):
+            if change.rv <= rv:
+                break
+            newer.append(change)
+        newer.reverse()
+        return newer
+
+    def compact(self, rv: int) -> None:
+        """Forget every change up to ``rv`` (etcd compaction)."""
+        while self.changes and self.changes[0].rv <= rv:
+            self.changes.popleft()
+        self.floor = max(self.floor, rv)
+
+
+class Store:
+    """Every object, indexed by key, uid and owner uid, with one global resourceVersion."""
+
+    def __init__(self, plurals: Iterable[str], history_size: int) -> None:
+        # etcd's first revision is 1, so no list ever reports "0" (which a watch reads as "any").
+        self.rv = 1
+        self._objects: dict[str, dict[tuple[str | None, str], Stored]] = {plural: {} for plural in plurals}
+        self._by_uid: dict[str, Stored] = {}
+        self._dependents: dict[str, dict[StoreKey, None]] = {}
+        self.histories = {plural: History(history_size) for plural in self._objects}
+        self.listeners: list[Callable[[Change], None]] = []
+
+    # Reads.
+
+    def get(self, key: StoreKey) -> Stored | None:
+        plural, namespace, name = key
+        return self._objects[plural].get((namespace, name))
+
+    def items(self, plural: str, namespace: str | None = None) -> list[Stored]:
+        """The objects of a resource (in one namespace, or all), ordered by namespace then name."""
+        found = self._objects[plural]
+        keys = sorted(found, key=_order)
+        return [found[key] for key in keys if namespace is None or key[0] == namespace]
+
+    def by_uid(self, uid: str) -> Stored | None:
+        return self._by_uid.get(uid)
+
+    def dependents(self, uid: str) -> list[Stored]:
+        """Objects with an owner reference to ``uid``, in key order."""
+        keys = sorted(self._dependents.get(uid, ()), key=lambda key: (key[0], *_order(key[1:])))
+        return [stored for key in keys if (stored := self.get(key)) is not None]
+
+    def as_of(self, plural: str, rv: int) -> dict[tuple[str | None, str], Stored]:
+        """The objects of a resource as they were at ``rv`` (as far back as the history reaches)."""
+        state: dict[tuple[str | None, str], Stored | None] = dict(self._objects[plural])
+        for change in reversed(self.histories[plural].changes):
+            if change.rv <= rv:
+                break
+            state[change.key[1:]] = change.prev
+        return {
+            key: stored for key, stored in sorted(state.items(), key=lambda item: _order(item[0])) if stored
+        }
+
+    # Writes: the only two ways anything changes.
+
+    def put(self, key: StoreKey, data: JSONObject) -> Stored:
+        """Store ``data`` (which the store now owns) under a new resourceVersion."""
+        self.rv += 1
+        data["metadata"]["resourceVersion"] = str(self.rv)
+        prev = self.get(key)
+        stored = Stored(key, data, self.rv)
+        self._objects[key[0]][key[1:]] = stored
+        self._index(prev, stored)
+        self._record(Change("MODIFIED" if prev else "ADDED", self.rv, stored, prev))
+        return stored
+
+    def remove(self, stored: Stored) -> Stored:
+        """Delete the object; returns its last state stamped with the deletion's resourceVersion."""
+        self.rv += 1
+        del self._objects[stored.key[0]][stored.key[1:]]
+        self._index(stored, None)
+        last = stored.stamped(self.rv)
+        self._record(Change("DELETED", self.rv, last, stored))
+        return last
+
+    def compact(self) -> None:
+        """Forget all history: every watch must resume from now on, or get ``Gone``."""
+        for history in self.histories.values():
+            history.compact(self.rv)
+
+    def _index(self, prev: Stored | None, stored: Stored | None) -> None:
+        if prev is not None:
+            self._by_uid.pop(prev.uid, None)
+            for owner in prev.owners:
+                dependents = self._dependents.get(owner.get("uid", ""))
+                if dependents is not None:
+                    dependents.pop(prev.key, None)
+                    if not dependents:
+                        del self._dependents[owner.get("uid", "")]
+        if stored is not None:
+            self._by_uid[stored.uid] = stored
+            for owner in stored.owners:
+                self._dependents.setdefault(owner.get("uid", ""), {})[stored.key] = None
+
+    def _record(self, change: Change) -> None:
+        self.histories[change.key[0]].append(change)
+        for listener in self.listeners:
+            listener(change)
+
+
+def _order(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Sort keys by namespace (cluster-scoped first) then name, as etcd lists them."""
+    namespace, name = key
+    return (namespace or "", name)

@@ -1,0 +1,203 @@
+"""The resource registry: every kind the operator touches, and how the API server serves it.
+
+A ``Resource[T]`` is one REST collection (``/apis/<group>/<version>/[namespaces/<ns>/]<plural>``)
+and says what crosses the port for it: ``T`` is the msgspec Struct of a kind we model, or
+``JSONObject`` (raw JSON) for the rest. It also records what the API server's strategy needs:
+whether the kind has a ``spec`` (generation rules), a status subresource, a scale subresource and
+where scale reads and writes. An ``ObjectKey[T]`` names one object of a resource.
+
+``DEFAULT_RESOURCES`` lists them all; an adapter may be given more.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Generic, TypeVar, cast
+
+import msgspec
+
+from dgd.messages import dcd, dgd, dgdsa, grove
+from dgd.messages.base import JSONObject, Model
+from dgd.messages.meta import Event
+
+T = TypeVar("T")
+
+
+class ScalePaths(msgspec.Struct, frozen=True):
+    """Where the scale subresource reads and writes, as JSON paths (``.spec.replicas``).
+
+    ``selector`` may point at a string (a CRD's ``labelSelectorPath``) or at a ``LabelSelector``
+    object (a Deployment's ``.spec.selector``), which the scale reports in string form.
+    """
+
+    spec_replicas: str = ".spec.replicas"
+    status_replicas: str = ".status.replicas"
+    selector: str | None = None
+
+
+class Resource(msgspec.Struct, Generic[T], frozen=True, kw_only=True):
+    """One kind as the API serves it. ``model`` is the Struct objects decode to (``None``: raw JSON)."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool = True
+    model: type[Model] | None = None
+    raw: bool = True
+    has_spec: bool = True
+    status: bool = False
+    scale: ScalePaths | None = None
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def key(self, namespace: str | None, name: str) -> ObjectKey[T]:
+        """The key of the object ``name`` (in ``namespace`` for a namespaced kind, else ``None``)."""
+        return ObjectKey(self, namespace, name)
+
+    def key_of(self, obj: T) -> ObjectKey[T]:
+        """The key of an object of this resource (a Struct or raw JSON)."""
+        if isinstance(obj, dict):
+            metadata = obj.get("metadata") or {}
+            return ObjectKey(self, metadata.get("namespace"), str(metadata.get("name") or ""))
+        meta = obj.metadata  # type: ignore[attr-defined]
+        return ObjectKey(self, meta.namespace, meta.name or "")
+
+    def as_raw(self) -> Resource[JSONObject]:
+        """The same collection, read and written as raw JSON (unknown fields kept as they are)."""
+        return Resource[JSONObject](
+            group=self.group,
+            version=self.version,
+            kind=self.kind,
+            plural=self.plural,
+            namespaced=self.namespaced,
+            model=self.model,
+            raw=True,
+            has_spec=self.has_spec,
+            status=self.status,
+            scale=self.scale,
+        )
+
+    def decode(self, data: bytes) -> T:
+        """An object of this resource from its stored JSON: a fresh Struct, or a fresh dict."""
+        if self.raw or self.model is None:
+            return cast(T, msgspec.json.decode(data))
+        return cast(T, msgspec.json.decode(data, type=self.model))
+
+    def __str__(self) -> str:
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+class ObjectKey(msgspec.Struct, Generic[T], frozen=True):
+    """One object: its resource, namespace (``None`` for a cluster-scoped kind) and name."""
+
+    resource: Resource[T]
+    namespace: str | None
+    name: str
+
+    def __post_init__(self) -> None:
+        if self.resource.namespaced and not self.namespace:
+            raise ValueError(f"{self.resource.kind} is namespaced: a key needs a namespace")
+        if not self.resource.namespaced and self.namespace is not None:
+            raise ValueError(f"{self.resource.kind} is cluster-scoped: a key has no namespace")
+
+    def __str__(self) -> str:
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{self.resource.kind} {where}"
+
+
+def _modelled(model: type[Model], api_version: str, plural: str, **options: Any) -> Resource[Any]:
+    group, version = api_version.split("/")
+    kind = model.__struct_config__.tag
+    assert isinstance(kind, str), f"{model.__name__} is not tagged with its kind"
+    return Resource(group=group, version=version, kind=kind, plural=plural, model=model, raw=False, **options)
+
+
+# Our kinds: decoded to the Structs of dgd.messages; status subresource on each, scale where scaled.
+DGD: Resource[dgd.DynamoGraphDeployment] = _modelled(
+    dgd.DynamoGraphDeployment, dgd.API_VERSION, dgd.PLURAL, status=True
+)
+DCD: Resource[dcd.DynamoComponentDeployment] = _modelled(
+    dcd.DynamoComponentDeployment, dcd.API_VERSION, dcd.PLURAL, status=True
+)
+DGDSA: Resource[dgdsa.DynamoGraphDeploymentScalingAdapter] = _modelled(
+    dgdsa.DynamoGraphDeploymentScalingAdapter,
+    dgdsa.API_VERSION,
+    dgdsa.PLURAL,
+    status=True,
+    scale=ScalePaths(selector=".status.selector"),
+)
+PCS: Resource[grove.PodCliqueSet] = _modelled(
+    grove.PodCliqueSet,
+    grove.API_VERSION,
+    grove.PCS_PLURAL,
+    status=True,
+    scale=ScalePaths(selector=".status.hpaPodSelector"),
+)
+PCLQ: Resource[grove.PodClique] = _modelled(
+    grove.PodClique,
+    grove.API_VERSION,
+    grove.PCLQ_PLURAL,
+    status=True,
+    scale=ScalePaths(selector=".status.hpaPodSelector"),
+)
+PCSG: Resource[grove.PodCliqueScalingGroup] = _modelled(
+    grove.PodCliqueScalingGroup,
+    grove.API_VERSION,
+    grove.PCSG_PLURAL,
+    status=True,
+    scale=ScalePaths(selector=".status.selector"),
+)
+EVENT: Resource[Event] = _modelled(Event, "events.k8s.io/v1", "events", has_spec=False)
+
+
+def _raw(api_version: str, kind: str, plural: str, **options: Any) -> Resource[JSONObject]:
+    group, _, version = api_version.rpartition("/")
+    return Resource[JSONObject](group=group, version=version, kind=kind, plural=plural, **options)
+
+
+# Kinds we do not model travel as raw JSON.
+CHECKPOINT = _raw("nvidia.com/v1alpha1", "DynamoCheckpoint", "dynamocheckpoints", status=True)
+NAMESPACE = _raw("v1", "Namespace", "namespaces", namespaced=False, status=True)
+CONFIG_MAP = _raw("v1", "ConfigMap", "configmaps", has_spec=False)
+SECRET = _raw("v1", "Secret", "secrets", has_spec=False)
+SERVICE = _raw("v1", "Service", "services", status=True)
+SERVICE_ACCOUNT = _raw("v1", "ServiceAccount", "serviceaccounts", has_spec=False)
+PVC = _raw("v1", "PersistentVolumeClaim", "persistentvolumeclaims", status=True)
+POD = _raw("v1", "Pod", "pods", status=True)
+DEPLOYMENT = _raw(
+    "apps/v1", "Deployment", "deployments", status=True, scale=ScalePaths(selector=".spec.selector")
+)
+ROLE = _raw("rbac.authorization.k8s.io/v1", "Role", "roles", has_spec=False)
+ROLE_BINDING = _raw("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings", has_spec=False)
+CLUSTER_ROLE = _raw(
+    "rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles", namespaced=False, has_spec=False
+)
+INGRESS = _raw("networking.k8s.io/v1", "Ingress", "ingresses", status=True)
+LEASE = _raw("coordination.k8s.io/v1", "Lease", "leases")
+
+#: Every kind the operator and the simulation touch.
+DEFAULT_RESOURCES: tuple[Resource[Any], ...] = (
+    DGD,
+    DCD,
+    DGDSA,
+    CHECKPOINT,
+    PCS,
+    PCLQ,
+    PCSG,
+    EVENT,
+    NAMESPACE,
+    CONFIG_MAP,
+    SECRET,
+    SERVICE,
+    SERVICE_ACCOUNT,
+    PVC,
+    POD,
+    DEPLOYMENT,
+    ROLE,
+    ROLE_BINDING,
+    CLUSTER_ROLE,
+    INGRESS,
+    LEASE,
+)

@@ -1,0 +1,125 @@
+"""What the memory API server refuses to store (``Invalid``), checked on every write.
+
+The common ``ObjectMeta`` rules of the real API server (name, namespace, labels, annotations,
+finalizers, owner references), the schema of the kinds we model (the msgspec Struct is the same
+model the CRDs are generated from, so ``msgspec.convert`` stands in for OpenAPI validation), and
+the ``events.k8s.io/v1`` Event rules. Raw kinds get only the metadata checks.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+
+from dgd.cluster.errors import Cause, Invalid
+from dgd.cluster.resources import EVENT, Resource
+from dgd.messages.base import JSONObject
+
+_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+
+
+def validate(resource: Resource[Any], data: JSONObject) -> None:
+    """Raise ``Invalid`` listing every rule ``data`` breaks as an object of ``resource``."""
+    metadata: JSONObject = data.get("metadata") or {}
+    causes = [*_type_causes(resource, data), *_metadata_causes(resource, metadata)]
+    if resource.model is not None and not causes:
+        causes.extend(_schema_causes(resource, data))
+    if (resource.group, resource.plural) == (EVENT.group, EVENT.plural):
+        causes.extend(_event_causes(data))
+    if causes:
+        raise invalid(resource, metadata, causes)
+
+
+def invalid(resource: Resource[Any], metadata: JSONObject, causes: list[Cause]) -> Invalid:
+    """The ``Invalid`` error the API server answers with (``<Kind> "<name>" is invalid: ...``)."""
+    name = metadata.get("name") or metadata.get("generateName") or ""
+    summary = "; ".join(f"{cause.field}: {cause.message}" for cause in causes)
+    return Invalid(
+        f'{resource.kind} "{name}" is invalid: {summary}',
+        kind=resource.kind,
+        namespace=metadata.get("namespace"),
+        name=name or None,
+        causes=tuple(causes),
+    )
+
+
+def qualified_name(key: str) -> bool:
+    """A label, annotation or finalizer key: an optional DNS-subdomain prefix, ``/``, a name."""
+    prefix, _, name = key.rpartition("/")
+    if prefix and (len(prefix) > 253 or not _SUBDOMAIN.match(prefix)):
+        return False
+    return 0 < len(name) <= 63 and _NAME.match(name) is not None
+
+
+def _type_causes(resource: Resource[Any], data: JSONObject) -> list[Cause]:
+    causes = []
+    if data.get("apiVersion") != resource.api_version:
+        causes.append(
+            Cause("apiVersion", f"must be {resource.api_version!r}, not {data.get('apiVersion')!r}")
+        )
+    if data.get("kind") != resource.kind:
+        causes.append(Cause("kind", f"must be {resource.kind!r}, not {data.get('kind')!r}"))
+    if not isinstance(data.get("metadata"), dict):
+        causes.append(Cause("metadata", "Required value"))
+    return causes
+
+
+def _metadata_causes(resource: Resource[Any], metadata: JSONObject) -> list[Cause]:
+    causes: list[Cause] = []
+    name = metadata.get("name")
+    if not isinstance(name, str) or len(name) > 253 or not _SUBDOMAIN.match(name):
+        causes.append(Cause("metadata.name", f"{name!r} must be a lowercase RFC 1123 subdomain"))
+    namespace = metadata.get("namespace")
+    if resource.namespaced and (not isinstance(namespace, str) or not _LABEL.match(namespace)):
+        causes.append(Cause("metadata.namespace", f"{namespace!r} must be a lowercase RFC 1123 label"))
+    for key, value in (metadata.get("labels") or {}).items():
+        if not qualified_name(key):
+            causes.append(Cause(f"metadata.labels[{key}]", "invalid label key"))
+        if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
+            causes.append(Cause(f"metadata.labels[{key}]", f"invalid label value {value!r}"))
+    for key, value in (metadata.get("annotations") or {}).items():
+        if not qualified_name(key) or not isinstance(value, str):
+            causes.append(Cause(f"metadata.annotations[{key}]", "invalid annotation"))
+    for index, finalizer in enumerate(metadata.get("finalizers") or ()):
+        if not isinstance(finalizer, str) or not qualified_name(finalizer):
+            causes.append(Cause(f"metadata.finalizers[{index}]", f"{finalizer!r} is not a qualified name"))
+    causes.extend(_owner_causes(list(metadata.get("ownerReferences") or ())))
+    return causes
+
+
+def _owner_causes(owners: list[JSONObject]) -> list[Cause]:
+    causes: list[Cause] = []
+    for index, owner in enumerate(owners):
+        for field in ("apiVersion", "kind", "name", "uid"):
+            if not owner.get(field):
+                causes.append(Cause(f"metadata.ownerReferences[{index}].{field}", "Required value"))
+    if sum(1 for owner in owners if owner.get("controller")) > 1:
+        causes.append(Cause("metadata.ownerReferences", "Only one reference can have Controller set to true"))
+    return causes
+
+
+def _schema_causes(resource: Resource[Any], data: JSONObject) -> list[Cause]:
+    try:
+        msgspec.convert(data, resource.model)
+    except msgspec.ValidationError as error:
+        text = str(error)
+        where = text.rpartition(" - at `$.")[2].rstrip("`") if " - at `$." in text else ""
+        return [Cause(where or "<root>", text.partition(" - at ")[0])]
+    return []
+
+
+def _event_causes(data: JSONObject) -> list[Cause]:
+    causes = []
+    for field in ("eventTime", "reportingController", "reportingInstance", "action", "reason"):
+        if not data.get(field):
+            causes.append(Cause(field, "Required value"))
+    if data.get("type") not in ("Normal", "Warning"):
+        causes.append(Cause("type", f"must be 'Normal' or 'Warning', not {data.get('type')!r}"))
+    if len(data.get("note") or "") > 1024:
+        causes.append(Cause("note", "must have at most 1024 bytes"))
+    return causes

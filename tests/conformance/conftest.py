@@ -1,0 +1,85 @@
+"""The adapter under test: every conformance test runs once per entry of ``ADAPTERS``.
+
+An adapter entry is an async context manager that yields a ``Harness``: the port (``cluster``)
+plus the few knobs the suite needs that the port does not have — the fault rules of the API server
+behind it, a way to compact its watch history, and the sizes it was configured with. The kube
+adapter joins by adding one line to ``ADAPTERS``: a factory that starts the HTTP facade over a
+``MemoryCluster`` and connects the kube adapter to it (faults and compaction still reach the memory
+server behind the facade).
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+
+import pytest
+
+from dgd.cluster.faults import Faults
+from dgd.cluster.memory import MemoryCluster
+from dgd.cluster.protocol import Cluster
+
+#: 2026-01-01T00:00:00Z; the test clock advances one second per reading.
+EPOCH = 1_767_225_600.0
+
+
+@dataclass(frozen=True)
+class Harness:
+    """One adapter under test and the server-side knobs the suite uses."""
+
+    cluster: Cluster
+    faults: Faults
+    compact: Callable[[], None]
+    history_size: int
+    watch_buffer: int
+    bookmark_interval: float
+
+
+def ticking_clock(start: float = EPOCH) -> Callable[[], float]:
+    """A clock that reads ``start``, ``start + 1``, ... (deterministic timestamps)."""
+    ticks = itertools.count()
+    return lambda: start + next(ticks)
+
+
+@asynccontextmanager
+async def memory_adapter() -> AsyncIterator[Harness]:
+    cluster = MemoryCluster(
+        clock=ticking_clock(),
+        rng=random.Random(20260101),
+        history_size=64,
+        watch_buffer=32,
+        bookmark_interval=0.02,
+    )
+    yield Harness(
+        cluster=cluster,
+        faults=cluster.faults,
+        compact=cluster.compact,
+        history_size=64,
+        watch_buffer=32,
+        bookmark_interval=0.02,
+    )
+
+
+#: Every adapter the suite runs against, by id.
+ADAPTERS: list[Callable[[], AbstractAsyncContextManager[Harness]]] = [memory_adapter]
+ADAPTER_IDS = ["memory"]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(params=ADAPTERS, ids=ADAPTER_IDS)
+async def harness(request: pytest.FixtureRequest, anyio_backend: object) -> AsyncIterator[Harness]:
+    factory: Callable[[], AbstractAsyncContextManager[Harness]] = request.param
+    async with factory() as opened:
+        yield opened
+
+
+@pytest.fixture
+def cluster(harness: Harness) -> Cluster:
+    return harness.cluster

@@ -1,0 +1,1 @@
+"""Unit tests of dgd.cluster internals (selectors, merge patch, errors, registry, memory store)."""

@@ -1,0 +1,59 @@
+"""The store's history window: eviction moves the floor; replay and snapshots as of a version."""
+
+from __future__ import annotations
+
+import pytest
+
+from dgd.cluster.errors import Gone
+from dgd.cluster.memory_store import Store
+
+
+def put(store: Store, name: str, value: str) -> int:
+    data = {"metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}"}, "data": {"v": value}}
+    return store.put(("configmaps", "ns", name), data).rv
+
+
+def test_history_replays_changes_after_a_version_in_order() -> None:
+    store = Store(["configmaps"], history_size=10)
+    first = put(store, "a", "1")
+    put(store, "b", "1")
+    put(store, "a", "2")
+
+    changes = store.histories["configmaps"].since(first)
+
+    assert [(change.type, change.key[2]) for change in changes] == [("ADDED", "b"), ("MODIFIED", "a")]
+
+
+def test_evicting_a_change_makes_older_versions_gone() -> None:
+    store = Store(["configmaps"], history_size=2)
+    first = put(store, "a", "1")
+    second = put(store, "a", "2")
+    put(store, "a", "3")
+
+    with pytest.raises(Gone):
+        store.histories["configmaps"].since(first - 1)
+    assert [change.rv for change in store.histories["configmaps"].since(first)] == [second, second + 1]
+
+
+def test_snapshot_as_of_a_version_undoes_later_changes() -> None:
+    store = Store(["configmaps"], history_size=10)
+    put(store, "a", "1")
+    middle = put(store, "b", "1")
+    put(store, "a", "2")
+    store.remove(store.get(("configmaps", "ns", "b")))  # type: ignore[arg-type]
+    put(store, "c", "1")
+
+    snapshot = store.as_of("configmaps", middle)
+
+    assert {key[1]: stored.data["data"]["v"] for key, stored in snapshot.items()} == {"a": "1", "b": "1"}
+
+
+def test_deletion_reports_the_last_state_at_a_new_version() -> None:
+    store = Store(["configmaps"], history_size=10)
+    created = put(store, "a", "1")
+
+    last = store.remove(store.get(("configmaps", "ns", "a")))  # type: ignore[arg-type]
+
+    assert last.rv == created + 1 and last.data["metadata"]["resourceVersion"] == str(created + 1)
+    assert last.data["data"] == {"v": "1"}
+    assert store.get(("configmaps", "ns", "a")) is None and store.by_uid("uid-a") is None
