@@ -17,6 +17,9 @@ from dgd.domain.conversion import ConversionError, dgd_to_v1beta1
 from dgd.domain.crds import crd_files, render_crds_yaml
 from dgd.domain.documents import admit_document
 from dgd.domain.manifests import ManifestError, dump_manifests, load_manifests
+from dgd.domain.render_errors import RenderError
+from dgd.domain.rendering import InvalidInput, prepare, refusals, render
+from dgd.messages.config import ConfigError, OperatorConfig, load_config
 from dgd.messages.dgd import API_VERSION_V1ALPHA1, KIND
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
@@ -68,6 +71,30 @@ def _parser() -> argparse.ArgumentParser:
     )
     convert.add_argument("file", metavar="FILE", help="manifest file, or - for standard input")
     convert.set_defaults(run=_convert)
+
+    render = commands.add_parser(
+        "render",
+        help="print the objects the operator would create for DGD manifests",
+        description=(
+            "Print, as multi-document YAML in a stable order, the objects the operator would create for "
+            "each DynamoGraphDeployment in FILE ('-' reads standard input): on the Grove pathway the "
+            "PodCliqueSet and its Services and Ingress, on the Component pathway the "
+            "DynamoComponentDeployments. v1alpha1 DGDs are converted first; every DGD is admitted as a "
+            "create, with upstream's webhook defaults applied in memory. Owner references and sync "
+            "bookkeeping annotations are added when the operator writes, so they are not shown. Nothing "
+            "is printed unless every DGD renders."
+        ),
+    )
+    render.add_argument("file", metavar="FILE", help="manifest file, or - for standard input")
+    render.add_argument("--namespace", "-n", metavar="NS", help="namespace the DGDs are created in")
+    render.add_argument("--config", metavar="FILE", type=Path, help="operator configuration file (YAML)")
+    render.add_argument(
+        "--pathway",
+        choices=("grove", "component"),
+        help="workload pathway (default: as the operator chooses: Grove unless nvidia.com/enable-grove is "
+        '"false" or the config disables Grove)',
+    )
+    render.set_defaults(run=_render)
 
     crds = commands.add_parser(
         "crds",
@@ -139,6 +166,51 @@ def _convert(args: argparse.Namespace) -> int:
     if failed:
         return EXIT_INVALID
     sys.stdout.write(dump_manifests(converted))
+    return EXIT_OK
+
+
+def _render(args: argparse.Namespace) -> int:
+    shown = "<stdin>" if args.file == "-" else args.file
+    try:
+        config = load_config(args.config.read_text(encoding="utf-8")) if args.config else OperatorConfig()
+    except (OSError, UnicodeDecodeError, ConfigError) as exc:
+        print(f"{args.config}: error: {_reason(exc)}", file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        documents = load_manifests(_read(args.file))
+    except (OSError, UnicodeDecodeError, ManifestError) as exc:
+        print(f"{shown}: error: {_reason(exc)}", file=sys.stderr)
+        return EXIT_INVALID
+    rendered: list[Any] = []
+    failed = False
+    for index, document in enumerate(documents):
+        is_dgd = isinstance(document, dict) and document.get("kind") == KIND
+        if not is_dgd:
+            kind = document.get("kind") if isinstance(document, dict) else None
+            print(f"{shown}#{index}: skipped: {kind or 'document'} is not a {KIND}", file=sys.stderr)
+            continue
+        name = (
+            (document.get("metadata") or {}).get("name")
+            if isinstance(document.get("metadata"), dict)
+            else None
+        )
+        where = f"{shown}#{index} {KIND} {name or '<no name>'}"
+        try:
+            dgd = prepare(document, namespace=args.namespace, config=config, pathway=args.pathway)
+            problems = refusals(dgd, config)
+            if problems:
+                raise InvalidInput([str(problem) for problem in problems])
+            rendered += render(dgd, config=config)
+        except InvalidInput as exc:
+            failed = True
+            for error in exc.errors:
+                print(f"{where}: error: {error}", file=sys.stderr)
+        except RenderError as exc:
+            failed = True
+            print(f"{where}: error: {exc}", file=sys.stderr)
+    if failed:
+        return EXIT_INVALID
+    sys.stdout.write(dump_manifests(rendered))
     return EXIT_OK
 
 

@@ -10,6 +10,7 @@ from msgspec import structs
 
 from dgd.domain.roles import is_multinode, uses_pcsg
 from dgd.messages.component import ComponentSpec, Multinode, ProviderOverride, RoleOverride
+from dgd.messages.config import COMPATIBLE_UPSTREAM_VERSION
 from dgd.messages.dgd import DynamoGraphDeployment
 from dgd.messages.meta import ObjectMeta
 
@@ -89,3 +90,17 @@ def _target(override: ProviderOverride | None, target: str, provider: str | None
     ):
         return override
     return structs.replace(override, target=target)
+
+
+def default_in_memory(dgd: DynamoGraphDeployment, *, grove_enabled: bool) -> DynamoGraphDeployment:
+    """The DGD as rendering sees it: upstream's webhook defaults, applied in memory, never written back.
+
+    A DGD the webhook never saw gets them too: its provider is chosen as on create, and with no
+    origin-version annotation it counts as created by the upstream release we are compatible with
+    (``COMPATIBLE_UPSTREAM_VERSION``), so origin-version gates behave as they would there.
+    """
+    annotations = dict(dgd.metadata.annotations or {})
+    annotations.setdefault(WORKLOAD_PROVIDER, select_provider(dgd.metadata, grove_enabled=grove_enabled))
+    annotations.setdefault(ORIGIN_VERSION, COMPATIBLE_UPSTREAM_VERSION)
+    known = structs.replace(dgd, metadata=structs.replace(dgd.metadata, annotations=annotations))
+    return default_dgd(known, grove_enabled=grove_enabled, operator_version=None, create=False)

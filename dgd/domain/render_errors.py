@@ -1,0 +1,17 @@
+"""Why a DGD cannot be rendered: a value naming the field and what to do about it."""
+
+from __future__ import annotations
+
+
+class RenderError(ValueError):
+    """A DGD that passed admission but cannot be turned into objects; ``path`` names the field."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}" if path else message)
+        self.path = path
+        self.message = message
+
+
+def not_supported_yet(path: str, feature: str) -> RenderError:
+    """A feature this operator does not render yet: refused loudly, never skipped silently."""
+    return RenderError(path, f"{feature} is not supported yet by dgd-operator")

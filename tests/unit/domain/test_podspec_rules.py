@@ -1,0 +1,456 @@
+"""Pod-spec rules per component type x backend x single/multinode (podspec §4, §5.3, §7), exact values.
+
+Each case renders one role of one component and states its command, args, env names in order, probes
+and ports. vLLM cases carry the origin-version annotation a 1.4 operator propagates, so multinode
+tensor parallelism uses the ``mp`` backend unless the case says otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from dgd.domain.multinode_hosts import Deployer
+from dgd.domain.render_backends import Backend, RenderRole
+from tests.unit.domain.podspec_cases import (
+    EPP_ENV,
+    EPP_PROBES,
+    FRONTEND_ENV,
+    FRONTEND_PROBES,
+    GROVE_LEADER,
+    GROVE_RANK,
+    GROVE_WORKER_0,
+    PLANNER_ENV,
+    TRTLLM_WORKER_READINESS,
+    WORKER_ENV,
+    WORKER_PORTS,
+    WORKER_PROBES,
+    component,
+    env_names,
+    probes,
+    render,
+)
+
+ORIGIN_1_4 = {"nvidia.com/dynamo-operator-origin-version": "1.4.0"}
+VLLM = ["python3", "-m", "dynamo.vllm"]
+SGLANG = ["python3", "-m", "dynamo.sglang"]
+TRTLLM = ["python3", "-m", "dynamo.trtllm"]
+TP2 = ["--model", "Qwen/Qwen3-0.6B", "--tensor-parallel-size", "2"]
+MP_FLAGS = f"--distributed-executor-backend mp --nnodes 2 --master-addr {GROVE_LEADER} --master-port 29500"
+LWS_MP_FLAGS = (
+    "--distributed-executor-backend mp --nnodes 2 --master-addr $(LWS_LEADER_ADDRESS) --master-port 29500"
+)
+NIXL_HOST = ["VLLM_NIXL_SIDE_CHANNEL_HOST"]
+SSH_KEYS = (
+    "ls -la /ssh-pk/ && cp /ssh-pk/private.key $HOME/.ssh/id_rsa && "
+    "cp /ssh-pk/private.key.pub $HOME/.ssh/id_rsa.pub && "
+    "cp /ssh-pk/private.key.pub $HOME/.ssh/authorized_keys && chmod 600 $HOME/.ssh/id_rsa "
+    "$HOME/.ssh/authorized_keys && chmod 644 $HOME/.ssh/id_rsa.pub && printf 'Host *\\nIdentityFile "
+    "'$HOME'/.ssh/id_rsa\\nStrictHostKeyChecking no\\nPort 2222\\n' > $HOME/.ssh/config"
+)
+SSHD = (
+    "mkdir -p $HOME/.ssh $HOME/.ssh/host_keys $HOME/.ssh/run && " + SSH_KEYS + " && "
+    "ssh-keygen -t rsa -f $HOME/.ssh/host_keys/ssh_host_rsa_key -N '' && "
+    "ssh-keygen -t ecdsa -f $HOME/.ssh/host_keys/ssh_host_ecdsa_key -N '' && "
+    "ssh-keygen -t ed25519 -f $HOME/.ssh/host_keys/ssh_host_ed25519_key -N '' && "
+    "printf 'Port 2222\\nHostKey '$HOME'/.ssh/host_keys/ssh_host_rsa_key\\nHostKey "
+    "'$HOME'/.ssh/host_keys/ssh_host_ecdsa_key\\nHostKey '$HOME'/.ssh/host_keys/ssh_host_ed25519_key\\n"
+    "PidFile '$HOME'/.ssh/run/sshd.pid\\nStrictModes no\\nPermitRootLogin yes\\nPasswordAuthentication no\\n"
+    "PubkeyAuthentication yes\\nAuthorizedKeysFile '$HOME'/.ssh/authorized_keys\\n' > $HOME/.ssh/sshd_config"
+    " && /usr/sbin/sshd -D -f $HOME/.ssh/sshd_config"
+)
+#: The container env plus the fixed names every mpirun rank receives, sorted (podspec §7.5).
+MPI_NAMES = [
+    *WORKER_ENV,
+    "OMPI_MCA_orte_keep_fqdn_hostnames",
+    *["CPATH", "CUDA_VISIBLE_DEVICES", "MODEL_PATH", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_ENDPOINT"],
+    *[
+        "TOKENIZERS_PARALLELISM",
+        "NCCL_DEBUG",
+        "NCCL_IB_DISABLE",
+        "NCCL_P2P_DISABLE",
+        "TENSORRT_LLM_CACHE_DIR",
+    ],
+    *["HF_HOME", "TRANSFORMERS_CACHE", "HF_DATASETS_CACHE", "PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "HOME"],
+    *["USER", "TRITON_PTXAS_PATH", "TRTLLM_USE_UCX_KVCACHE"],
+]
+MPI_ENV = " ".join(f"-x {name}" for name in sorted(MPI_NAMES))
+MPIRUN = (
+    'mpirun $([ "$(id -u)" = "0" ] && echo --allow-run-as-root) --oversubscribe -n 8 -H '
+    f"{GROVE_LEADER},{GROVE_WORKER_0} --mca pml ob1 --mca plm_rsh_args "
+    f'"-p 2222 -o StrictHostKeyChecking=no -i $HOME/.ssh/id_rsa" {MPI_ENV} bash -c '
+    "'trtllm-llmapi-launch python3 -m dynamo.trtllm --model Qwen/Qwen3-0.6B --tensor-parallel-size 2'"
+)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One role of one component and what its main container must be."""
+
+    id: str
+    type: str
+    backend: Backend = "noop"
+    nodes: int = 1
+    role: RenderRole = "main"
+    deployer: Deployer = "grove"
+    command: list[str] | None = None
+    args: list[str] | None = None
+    gpus: int | None = None
+    annotations: dict[str, str] = field(default_factory=dict)
+    expected_command: list[str] | None = None
+    expected_args: list[str] | None = None
+    expected_env: list[str] = field(default_factory=list)
+    expected_probes: dict[str, Any] = field(default_factory=dict)
+    expected_ports: list[dict[str, Any]] = field(default_factory=lambda: list(WORKER_PORTS))
+
+
+def _worker(id: str, backend: Backend, command: list[str], **kw: Any) -> Case:
+    defaults: dict[str, Any] = {
+        "type": "worker",
+        "backend": backend,
+        "command": command,
+        "args": TP2,
+        "expected_command": command,
+        "expected_args": TP2,
+        "expected_env": WORKER_ENV,
+        "expected_probes": WORKER_PROBES,
+    }
+    return Case(id=id, **{**defaults, **kw})
+
+
+CASES = [
+    Case(
+        "frontend",
+        "frontend",
+        expected_command=["python3"],
+        expected_args=["-m", "dynamo.frontend"],
+        expected_env=FRONTEND_ENV,
+        expected_probes=FRONTEND_PROBES,
+        expected_ports=[{"name": "http", "containerPort": 8000, "protocol": "TCP"}],
+    ),
+    Case(
+        "planner",
+        "planner",
+        expected_command=["/bin/sh", "-c"],
+        expected_env=PLANNER_ENV,
+        expected_probes=WORKER_PROBES,
+        expected_ports=[
+            {"name": "metrics", "containerPort": 9085, "protocol": "TCP"},
+            {"name": "system", "containerPort": 9090, "protocol": "TCP"},
+        ],
+    ),
+    Case(
+        "epp",
+        "epp",
+        expected_args=[
+            *["--pool-name", "graph-pool", "--pool-namespace", "ns", "--pool-group"],
+            *["inference.networking.k8s.io", "-v", "4", "--zap-encoder", "json", "--grpc-port", "9002"],
+            *["--grpc-health-port", "9003", "--config-file", "/etc/epp/epp-config-dynamo.yaml"],
+        ],
+        expected_env=EPP_ENV,
+        expected_probes=EPP_PROBES,
+        expected_ports=[
+            {"name": "grpc", "containerPort": 9002, "protocol": "TCP"},
+            {"name": "grpc-health", "containerPort": 9003, "protocol": "TCP"},
+            {"name": "metrics", "containerPort": 9090, "protocol": "TCP"},
+        ],
+    ),
+    Case(
+        "worker-without-command",
+        "worker",
+        expected_command=["/bin/sh", "-c"],
+        expected_env=WORKER_ENV,
+        expected_probes=WORKER_PROBES,
+    ),
+    _worker("prefill-vllm-single", "vllm", VLLM, type="prefill"),
+    _worker("decode-sglang-single", "sglang", SGLANG, type="decode"),
+    _worker("worker-trtllm-single", "trtllm", TRTLLM),
+    _worker(
+        "vllm-multinode-leader-mp",
+        "vllm",
+        VLLM,
+        nodes=2,
+        role="leader",
+        gpus=1,
+        annotations=ORIGIN_1_4,
+        expected_args=[*TP2, *MP_FLAGS.split(), "--node-rank", "0"],
+        expected_env=WORKER_ENV + NIXL_HOST,
+    ),
+    _worker(
+        "vllm-multinode-worker-mp",
+        "vllm",
+        VLLM,
+        nodes=2,
+        role="worker",
+        gpus=1,
+        annotations=ORIGIN_1_4,
+        expected_command=["sh", "-c"],
+        expected_args=[
+            f"exec python3 -m dynamo.vllm {' '.join(TP2)} {MP_FLAGS} --node-rank {GROVE_RANK} --headless"
+        ],
+        expected_env=WORKER_ENV + NIXL_HOST,
+        expected_probes={},
+    ),
+    _worker(
+        "vllm-multinode-worker-mp-lws",
+        "vllm",
+        VLLM,
+        nodes=2,
+        role="worker",
+        deployer="lws",
+        gpus=1,
+        annotations=ORIGIN_1_4,
+        expected_args=[*TP2, *LWS_MP_FLAGS.split(), "--node-rank", "$(LWS_WORKER_INDEX)", "--headless"],
+        expected_env=WORKER_ENV + NIXL_HOST,
+        expected_probes={},
+    ),
+    _worker(
+        "vllm-multinode-leader-ray",
+        "vllm",
+        VLLM,
+        nodes=2,
+        role="leader",
+        gpus=1,
+        annotations={"nvidia.com/vllm-distributed-executor-backend": "Ray", **ORIGIN_1_4},
+        expected_command=["/bin/sh", "-c"],
+        expected_args=[
+            "ray start --head --port=6379 && python3 -m dynamo.vllm "
+            "--model Qwen/Qwen3-0.6B --tensor-parallel-size 2 --distributed-executor-backend ray"
+        ],
+    ),
+    _worker(
+        "vllm-multinode-worker-ray-without-origin-version",
+        "vllm",
+        VLLM,
+        nodes=2,
+        role="worker",
+        gpus=1,
+        expected_command=["/bin/sh", "-c"],
+        expected_args=[f"ray start --address={GROVE_LEADER}:6379 --block"],
+        expected_probes={},
+    ),
+    _worker(
+        "vllm-multinode-leader-data-parallel",
+        "vllm",
+        VLLM,
+        nodes=2,
+        role="leader",
+        gpus=4,
+        args=["--data-parallel-size", "8"],
+        annotations=ORIGIN_1_4,
+        expected_args=[
+            *["--data-parallel-size", "8", "--data-parallel-hybrid-lb", "--data-parallel-size-local", "4"],
+            *["--data-parallel-start-rank", "0", "--data-parallel-address", GROVE_LEADER],
+            *["--data-parallel-rpc-port", "13445"],
+        ],
+        expected_env=WORKER_ENV + NIXL_HOST,
+    ),
+    _worker(
+        "vllm-multinode-without-gpus-injects-nothing",
+        "vllm",
+        VLLM,
+        nodes=2,
+        role="leader",
+        annotations=ORIGIN_1_4,
+        expected_env=WORKER_ENV + NIXL_HOST,
+    ),
+    _worker(
+        "sglang-multinode-leader",
+        "sglang",
+        SGLANG,
+        nodes=2,
+        role="leader",
+        expected_args=[
+            *TP2,
+            "--dist-init-addr",
+            f"{GROVE_LEADER}:29500",
+            "--nnodes",
+            "2",
+            "--node-rank",
+            "0",
+        ],
+    ),
+    _worker(
+        "sglang-multinode-worker",
+        "sglang",
+        SGLANG,
+        nodes=2,
+        role="worker",
+        expected_command=["sh", "-c"],
+        expected_args=[
+            f"exec python3 -m dynamo.sglang {' '.join(TP2)} --dist-init-addr {GROVE_LEADER}:29500 --nnodes 2 "
+            f"--node-rank {GROVE_RANK}"
+        ],
+        expected_probes={},
+    ),
+    _worker(
+        "sglang-multinode-worker-lws",
+        "sglang",
+        SGLANG,
+        nodes=2,
+        role="worker",
+        deployer="lws",
+        expected_args=[
+            *TP2,
+            *["--dist-init-addr", "$(LWS_LEADER_ADDRESS):29500", "--nnodes", "2"],
+            *["--node-rank", "$(LWS_WORKER_INDEX)"],
+        ],
+        expected_probes={},
+    ),
+    _worker(
+        "trtllm-multinode-leader",
+        "trtllm",
+        TRTLLM,
+        nodes=2,
+        role="leader",
+        gpus=4,
+        expected_command=["/bin/sh", "-c"],
+        expected_args=[f"mkdir -p $HOME/.ssh && {SSH_KEYS} && {MPIRUN}"],
+        expected_env=[*WORKER_ENV, "OMPI_MCA_orte_keep_fqdn_hostnames"],
+    ),
+    _worker(
+        "trtllm-multinode-worker",
+        "trtllm",
+        TRTLLM,
+        nodes=2,
+        role="worker",
+        gpus=4,
+        expected_command=["/bin/sh", "-c"],
+        expected_args=[SSHD],
+        expected_env=[*WORKER_ENV, "OMPI_MCA_orte_keep_fqdn_hostnames"],
+        expected_probes=TRTLLM_WORKER_READINESS,
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_main_container_follows_the_pod_spec_rules(case: Case) -> None:
+    # given a component of the case's type, backend and node count
+    spec = component(
+        case.type,
+        command=case.command,
+        args=case.args,
+        gpus=case.gpus,
+        nodes=case.nodes,
+        annotations=case.annotations or None,
+    )
+
+    # when one of its roles is rendered
+    main = render(spec, role=case.role, backend=case.backend, deployer=case.deployer)["containers"][0]
+
+    # then command, args, env order, probes and ports are exactly the upstream ones
+    assert main["name"] == "main"
+    assert main.get("command") == case.expected_command
+    assert main.get("args") == case.expected_args
+    assert env_names(main) == case.expected_env
+    assert probes(main) == case.expected_probes
+    assert main["ports"] == case.expected_ports
+
+
+def test_worker_env_values_are_the_documented_literals() -> None:
+    # given a decode worker carrying a worker-hash label
+    spec = component("decode", labels={"nvidia.com/dynamo-worker-hash": "0123abcd"})
+
+    # when it is rendered
+    env = {e["name"]: e.get("value", e.get("valueFrom")) for e in render(spec)["containers"][0]["env"]}
+
+    # then every value is the literal text upstream writes, the hash suffix included
+    assert env == {
+        "DYN_COMPONENT": "decode",
+        "DYN_DISCOVERY_BACKEND": "kubernetes",
+        "DYN_FORWARDPASS_METRIC_PORT": "20380",
+        "DYN_HEALTH_CHECK_ENABLED": "false",
+        "DYN_NAMESPACE": "ns-graph",
+        "DYN_NAMESPACE_WORKER_SUFFIX": "0123abcd",
+        "DYN_PARENT_DGD_K8S_NAME": "graph",
+        "DYN_PARENT_DGD_K8S_NAMESPACE": "ns",
+        "DYN_SYSTEM_ENABLED": "true",
+        "DYN_SYSTEM_PORT": "9090",
+        "DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS": '["generate"]',
+        "NIXL_TELEMETRY_ENABLE": "n",
+        "NIXL_TELEMETRY_EXPORTER": "prometheus",
+        "NIXL_TELEMETRY_PROMETHEUS_PORT": "19090",
+        "POD_NAME": {"fieldRef": {"fieldPath": "metadata.name"}},
+        "POD_NAMESPACE": {"fieldRef": {"fieldPath": "metadata.namespace"}},
+        "POD_UID": {"fieldRef": {"fieldPath": "metadata.uid"}},
+    }
+
+
+def test_mp_worker_waits_for_the_leader_in_an_init_container() -> None:
+    # given a 2-node vLLM worker that launches with the mp backend
+    spec = component("worker", command=VLLM, args=TP2, gpus=1, nodes=2, annotations=ORIGIN_1_4)
+
+    # when its worker role is rendered on Grove
+    pod = render(spec, role="worker", backend="vllm")
+
+    # then an init container waits for the leader's master port, with the script ConfigMap mounted
+    assert pod["initContainers"] == [
+        {
+            "name": "wait-for-leader-mp",
+            "image": "nvcr.io/nvidia/ai-dynamo/runtime:1.4.0",
+            "command": [
+                "sh",
+                "-c",
+                'export LEADER_HOST="${GROVE_PCSG_NAME}-${GROVE_PCSG_INDEX}-engine-ldr-0.'
+                '${GROVE_HEADLESS_SERVICE}" LEADER_PORT="29500" && exec python3 /scripts/wait-for-leader.py',
+            ],
+            "resources": {},
+            "volumeMounts": [{"name": "wait-leader-script", "mountPath": "/scripts", "readOnly": True}],
+        }
+    ]
+    assert [v["name"] for v in pod["volumes"]] == ["shared-memory", "wait-leader-script"]
+    assert pod["volumes"][1]["configMap"] == {"name": "graph-wait-leader-script"}
+
+
+def test_trtllm_multinode_pods_mount_the_mpi_ssh_secret_before_shared_memory() -> None:
+    # given a 2-node TRT-LLM worker
+    spec = component("worker", command=TRTLLM, args=TP2, gpus=4, nodes=2)
+
+    # when its leader is rendered
+    pod = render(spec, role="leader", backend="trtllm")
+
+    # then the SSH key Secret is a volume with mode 0644 and mounted read-only at /ssh-pk, before /dev/shm
+    assert pod["containers"][0]["volumeMounts"] == [
+        {"name": "mpi-run-ssh-secret", "mountPath": "/ssh-pk", "readOnly": True},
+        {"name": "shared-memory", "mountPath": "/dev/shm"},
+    ]
+    assert pod["volumes"][0] == {
+        "name": "mpi-run-ssh-secret",
+        "secret": {"secretName": "mpi-run-ssh-secret", "defaultMode": 0o644},
+    }
+
+
+def test_trtllm_lws_leader_waits_for_worker_dns_before_mpirun() -> None:
+    # given a 3-node TRT-LLM worker on the LeaderWorkerSet flavour
+    spec = component("worker", command=TRTLLM, args=TP2, gpus=2, nodes=3)
+
+    # when its leader is rendered for LWS
+    args = render(spec, role="leader", backend="trtllm", deployer="lws")["containers"][0]["args"]
+
+    # then the DNS wait names both worker addresses and comes right before mpirun over three hosts
+    workers = " ".join(f"$(echo \"$LWS_LEADER_ADDRESS\" | sed 's/\\./-{i}\\./')" for i in (1, 2))
+    assert f"for worker in {workers}; do" in args[0]
+    assert 'echo "All workers DNS ready" && mpirun ' in args[0]
+    assert "--oversubscribe -n 6 -H $(LWS_LEADER_ADDRESS),$(echo" in args[0]
+
+
+def test_elastic_ep_single_pod_runs_a_ray_head_and_exports_the_pod_ip() -> None:
+    # given a single-pod vLLM worker asking for elastic expert parallelism on the Ray DP backend
+    args = ["--enable-elastic-ep", "--data-parallel-backend", "ray", "--model", "a b"]
+    spec = component("worker", command=VLLM, args=args)
+
+    # when it is rendered
+    main = render(spec, backend="vllm")["containers"][0]
+
+    # then the engine is exec'd behind a Ray head bound to the pod IP, with both IP variables appended
+    assert main["command"] == ["/bin/sh", "-c"]
+    assert main["args"] == [
+        'ray start --head --port=6379 --node-ip-address="$POD_IP" --block & i=0; until python3 -c '
+        "\"import socket; s=socket.create_connection(('127.0.0.1',6379),timeout=1); s.close()\" 2>/dev/null; "
+        'do i=$((i+1)); [ "$i" -ge 150 ] && '
+        '{ echo "ERROR: Ray head did not start within 300s" >&2; exit 1; }; sleep 2; done && '
+        "exec python3 -m dynamo.vllm --enable-elastic-ep --data-parallel-backend ray --model 'a b'"
+    ]
+    assert env_names(main)[-2:] == ["POD_IP", "VLLM_DP_MASTER_IP"]

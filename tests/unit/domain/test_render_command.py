@@ -1,0 +1,225 @@
+"""``dgd-operator render``: every upstream DGD renders or is refused with a clear error, never a traceback."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dgd.cli import main
+from tests.upstream import UPSTREAM, dgd_files
+
+UPSTREAM_DGDS = dgd_files()
+#: Upstream DGDs this operator refuses by design, and the reason it prints.
+REFUSED = {"snapshot-restore.yaml": "checkpoint functionality is disabled in the operator configuration"}
+
+DGD = """\
+apiVersion: nvidia.com/v1beta1
+kind: DynamoGraphDeployment
+metadata:
+  name: demo
+spec:
+  backendFramework: vllm
+  components:
+    - name: Frontend
+      type: frontend
+      podTemplate:
+        spec:
+          containers:
+            - name: main
+              image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.4.0
+"""
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(["render", *argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _write(tmp_path: Path, text: str, name: str = "dgd.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize("path", UPSTREAM_DGDS, ids=[str(p.relative_to(UPSTREAM)) for p in UPSTREAM_DGDS])
+def test_every_upstream_dgd_renders_or_is_refused_with_its_reason(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # given an upstream DGD manifest, when it is rendered
+    code, out, err = _run(capsys, str(path), "--namespace", "demo")
+
+    # then it prints Kubernetes objects, or, for a feature we refuse by design, says why and prints nothing
+    assert "Traceback" not in err
+    if path.name in REFUSED:
+        assert (code, out) == (1, "")
+        assert REFUSED[path.name] in err
+        return
+    assert code == 0, err
+    documents = list(yaml.safe_load_all(out))
+    assert documents
+    assert all(doc["metadata"]["namespace"] == "demo" for doc in documents)
+    assert {doc["kind"] for doc in documents} <= {
+        "PodCliqueSet",
+        "DynamoComponentDeployment",
+        "Service",
+        "Ingress",
+    }
+
+
+def test_grove_render_prints_the_pod_clique_set_then_its_services(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # given a DGD without an opt-out
+    code, out, _ = _run(capsys, _write(tmp_path, DGD))
+
+    # then the PodCliqueSet comes first, then the frontend Service, in the default namespace
+    documents = list(yaml.safe_load_all(out))
+    assert code == 0
+    assert [(d["kind"], d["metadata"]["name"]) for d in documents] == [
+        ("PodCliqueSet", "demo"),
+        ("Service", "demo-frontend"),
+    ]
+    assert list(documents[0])[:4] == ["apiVersion", "kind", "metadata", "spec"]
+
+
+def test_pathway_flag_forces_component_deployments(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run(capsys, _write(tmp_path, DGD), "--pathway", "component")
+    assert code == 0
+    assert [d["kind"] for d in yaml.safe_load_all(out)] == ["DynamoComponentDeployment"]
+
+
+def test_config_disabling_grove_selects_the_component_pathway(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = _write(tmp_path, "orchestrators: {grove: {enabled: false}}\n", "config.yaml")
+    code, out, _ = _run(capsys, _write(tmp_path, DGD), "--config", config)
+    assert code == 0
+    assert [d["kind"] for d in yaml.safe_load_all(out)] == ["DynamoComponentDeployment"]
+
+
+def test_standard_input_is_read_with_a_dash(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(DGD))
+    code, out, _ = _run(capsys, "-")
+    assert code == 0
+    assert "kind: PodCliqueSet" in out
+
+
+def test_rendering_twice_prints_the_same_bytes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, DGD)
+    assert _run(capsys, path)[1] == _run(capsys, path)[1]
+
+
+UNSUPPORTED = {
+    "epp": (
+        "    - name: epp\n      type: epp\n      eppConfig: {configMapRef: {name: c, key: k}}\n"
+        "      podTemplate: {spec: {containers: [{name: main, image: 'epp:1.4.0'}]}}\n",
+        "spec.components[1].type: EPP resources",
+    ),
+    "gms": (
+        "    - name: w\n      type: worker\n      experimental: {gpuMemoryService: {mode: IntraPod}}\n"
+        "      podTemplate: {spec: {containers: [{name: main, image: 'w:1.4.0',\n"
+        "        resources: {limits: {nvidia.com/gpu: 1}}}]}}\n",
+        "spec.components[1].experimental.gpuMemoryService: GPU memory service (DRA resource claim templates)",
+    ),
+    "kv-transfer-policy": (
+        "  experimental: {kvTransferPolicy: {domain: rack, labelKey: topology.kubernetes.io/rack}}\n",
+        "spec.experimental.kvTransferPolicy: KV-transfer policy",
+    ),
+}
+
+
+@pytest.mark.parametrize("feature", UNSUPPORTED)
+def test_unsupported_features_are_refused_naming_the_field(
+    feature: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # given a DGD using a feature rendering does not support yet
+    extra, message = UNSUPPORTED[feature]
+
+    # when it is rendered
+    code, out, err = _run(capsys, _write(tmp_path, DGD + extra))
+
+    # then nothing is printed and the error names the field and says it is not supported yet
+    assert (code, out) == (1, "")
+    assert message in err
+    assert "is not supported yet" in err
+    assert "Traceback" not in err
+
+
+def test_istio_virtual_service_from_config_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = _write(tmp_path, "ingress: {virtualServiceGateway: istio-system/gw}\n", "config.yaml")
+    code, _, err = _run(capsys, _write(tmp_path, DGD), "--config", config)
+    assert code == 1
+    assert "Istio VirtualService is not supported yet" in err
+
+
+def test_invalid_dgd_is_reported_at_its_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(capsys, _write(tmp_path, DGD.replace("type: frontend", "type: frontdoor")))
+    assert (code, out) == (1, "")
+    assert "DynamoGraphDeployment demo: error: spec.components[0].type" in err
+
+
+def test_namespace_flag_must_agree_with_the_manifest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = DGD.replace("  name: demo\n", "  name: demo\n  namespace: team-a\n")
+    code, _, err = _run(capsys, _write(tmp_path, text), "-n", "team-b")
+    assert code == 1
+    assert 'metadata.namespace: "team-a" does not match the namespace "team-b"' in err
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [("orchestrators: {grove: {terminationDelay: soon}}", "terminationDelay"), ("a: [", "not valid YAML")],
+)
+def test_bad_config_file_is_an_input_error(
+    config: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = _run(capsys, _write(tmp_path, DGD), "--config", _write(tmp_path, config, "config.yaml"))
+    assert code == 1
+    assert message in err
+
+
+def test_missing_file_is_an_input_error_and_missing_argument_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert _run(capsys, "/nonexistent/dgd.yaml")[0] == 1
+    with pytest.raises(SystemExit) as exited:
+        main(["render"])
+    assert exited.value.code == 2
+
+
+@pytest.mark.parametrize(
+    ("field", "message"),
+    [
+        ("env: x", 'podTemplate.spec.containers[0].env: "x" must be a list'),
+        ("args: [1]", "podTemplate.spec.containers[0].args: must be a list of strings"),
+        (
+            "volumeMounts: [{name: 3}]",
+            "podTemplate.spec.containers[0].volumeMounts[0].name: must be a string",
+        ),
+        ("resources: [1]", "podTemplate.spec.containers[0].resources: [1] must be an object"),
+    ],
+)
+def test_wrongly_typed_pod_template_fields_are_errors_not_crashes(
+    field: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # given a main container with a field of the wrong JSON type
+    text = DGD.replace("              image: nvcr.io", f"              {field}\n              image: nvcr.io")
+
+    # when rendered
+    code, _, err = _run(capsys, _write(tmp_path, text))
+
+    # then the field is named, and there is no traceback
+    assert code == 1
+    assert f"spec.components[0].{message}" in err
+    assert "Traceback" not in err
