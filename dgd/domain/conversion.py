@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 from dgd.domain.conversion_component import component_of
 from dgd.domain.conversion_payload import encode_spec_payload, encode_status_payload
 from dgd.domain.conversion_preservation import preserved_service
-from dgd.domain.conversion_quantity import canonical_quantity
+from dgd.domain.quantity import canonical_quantity
 
 V1ALPHA1 = "nvidia.com/v1alpha1"
 V1BETA1 = "nvidia.com/v1beta1"

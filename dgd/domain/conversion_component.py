@@ -11,7 +11,7 @@ import copy
 from typing import Any
 
 from dgd.domain.conversion_podtemplate import FRONTEND_SIDECAR_CONTAINER, build_pod_template
-from dgd.domain.conversion_quantity import canonical_quantity, is_zero_quantity
+from dgd.domain.quantity import canonical_quantity, is_zero_quantity
 
 #: Worker sub-types that v1beta1 promotes to component types of their own.
 PROMOTED_SUB_TYPES = ("prefill", "decode")

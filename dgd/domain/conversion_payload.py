@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any, NamedTuple
 
-from dgd.domain.conversion_quantity import canonical_quantity
+from dgd.domain.quantity import canonical_quantity
 
 # Each type lists its fields in Go declaration order as ``name[:kind][marker]``. The kind is a
 # struct type of this table (``:Resources``), a map (``:{}``, or ``:{}Type`` for struct values), a

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from dgd.domain.conversion_quantity import canonical_quantity
+from dgd.domain.quantity import canonical_quantity
 
 MAIN_CONTAINER = "main"
 FRONTEND_SIDECAR_CONTAINER = "sidecar-frontend"

@@ -15,7 +15,7 @@ def container_gpus(container: JSON) -> int:
             if not _is_gpu_resource(str(name)):
                 continue
             amount = parse_quantity(value) if isinstance(value, int | str) else None
-            if amount is None or amount != amount.to_integral_value() or amount < 0:
+            if amount is None or amount.denominator != 1 or amount < 0:
                 raise RenderError(
                     f"containers[main].resources.{section}[{name}]",
                     f"{value!r} is not a whole number of GPUs",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 from dgd.domain.quantity import parse_quantity
@@ -26,7 +26,7 @@ def main_container(pod_template: dict[str, Any] | None) -> tuple[int, dict[str, 
     return None
 
 
-def gpu_limit(container: dict[str, Any]) -> Decimal | None:
+def gpu_limit(container: dict[str, Any]) -> Fraction | None:
     """The ``nvidia.com/gpu`` limit of a container, ``None`` if unset or not a quantity."""
     resources = container.get("resources")
     limits = resources.get("limits") if isinstance(resources, dict) else None

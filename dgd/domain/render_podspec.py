@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from urllib.parse import urlsplit
 
 from dgd.domain import component_defaults as defaults
-from dgd.domain.conversion_quantity import canonical_quantity, is_zero_quantity
 from dgd.domain.metadata_keys import (
     DISABLE_PULL_SECRET_DISCOVERY,
     DISCOVERY_BACKEND,
@@ -25,6 +24,7 @@ from dgd.domain.multinode_hosts import Deployer
 from dgd.domain.naming import dynamo_namespace
 from dgd.domain.pod_merge import JSON, merge, merge_env, value_env, without_nulls
 from dgd.domain.pod_serialization import go_shape
+from dgd.domain.quantity import canonical_quantity, is_zero_quantity
 from dgd.domain.render_backends import Backend, RenderRole, update_container, update_pod_spec
 from dgd.domain.render_errors import RenderError
 from dgd.domain.roles import node_count
