@@ -34,9 +34,11 @@ format: $(STAMP)
 crds: $(STAMP)
 	$(BIN)/dgd-operator crds --output-dir deploy/crds
 
-## bench: decoding benchmark (see bench/README.md)
+## bench: decoding, actor-runtime and cluster benchmarks (see bench/README.md)
 bench: $(STAMP)
 	$(BIN)/python bench/decode.py
+	$(BIN)/python bench/actors.py
+	$(BIN)/python bench/cluster.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

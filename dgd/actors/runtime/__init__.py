@@ -1,1 +1,103 @@
-"""actors/runtime."""
+"""The actor kernel: supervised asyncio actors that talk in typed msgspec messages.
+
+It knows nothing about Kubernetes. The model is Erlang/OTP supervision on anyio structured
+concurrency: every actor task lives in its supervisor's task group, inside one ``ActorSystem``
+block. It runs on anyio's asyncio backend, plain or with uvloop (its hot paths use asyncio futures,
+so trio is not supported), and needs anyio 4.14 or later (task handles).
+
+* :class:`Actor` — a behaviour: private state, a declared message union, lifecycle hooks; it sees
+  the runtime through its :class:`Context`.
+* :class:`Ref` — ``tell`` (fire and forget) and ``ask`` (typed reply, timeout) by path.
+* :class:`Request` — a message that names its reply type.
+* :class:`ChildSpec`, :class:`Restart`, :class:`Strategy`, :class:`Supervision`, :class:`Backoff`
+  — supervision as data; :class:`Supervisor` and :class:`DynamicSupervisor` run it.
+* :class:`MailboxConfig`, :class:`Overflow` — bounded mailboxes, overflow policy, coalescing.
+* :class:`ActorSystem` — the root: ``ref(path)``, ``kill(path)``, ``tree()``, ``shutdown()``,
+  the dead-letter log.
+* :class:`Clock` (:class:`LoopClock`, :class:`ManualClock`) and :class:`Metrics` — injected.
+"""
+
+from dgd.actors.runtime.actor import Actor
+from dgd.actors.runtime.cell import ActorCell, State
+from dgd.actors.runtime.clock import Clock, LoopClock, ManualClock, Timer, settle
+from dgd.actors.runtime.context import Context
+from dgd.actors.runtime.dynamic import (
+    ChildIds,
+    DynamicSupervisor,
+    StartChild,
+    Started,
+    StartRefused,
+    StopChild,
+    Stopped,
+    WhichChildren,
+)
+from dgd.actors.runtime.errors import (
+    ActorCrashed,
+    ActorError,
+    ActorNotFound,
+    ActorStopped,
+    AskTimeout,
+    BadReply,
+    Killed,
+    MailboxFull,
+    RestartIntensityExceeded,
+    StartFailed,
+    UnknownMessage,
+)
+from dgd.actors.runtime.mailbox import MailboxConfig, Overflow
+from dgd.actors.runtime.message import DeadLetter, Envelope, Request
+from dgd.actors.runtime.metrics import CountingMetrics, Metrics, NullMetrics
+from dgd.actors.runtime.ref import ASK_TIMEOUT, Ref
+from dgd.actors.runtime.spec import NO_BACKOFF, Backoff, ChildSpec, Restart, Strategy, Supervision
+from dgd.actors.runtime.supervisor import Supervisor
+from dgd.actors.runtime.system import ActorInfo, ActorSystem
+
+__all__ = [
+    "ASK_TIMEOUT",
+    "NO_BACKOFF",
+    "Actor",
+    "ActorCell",
+    "ActorCrashed",
+    "ActorError",
+    "ActorInfo",
+    "ActorNotFound",
+    "ActorStopped",
+    "ActorSystem",
+    "AskTimeout",
+    "Backoff",
+    "BadReply",
+    "ChildIds",
+    "ChildSpec",
+    "Clock",
+    "Context",
+    "CountingMetrics",
+    "DeadLetter",
+    "DynamicSupervisor",
+    "Envelope",
+    "Killed",
+    "LoopClock",
+    "MailboxConfig",
+    "MailboxFull",
+    "ManualClock",
+    "Metrics",
+    "NullMetrics",
+    "Overflow",
+    "Ref",
+    "Request",
+    "Restart",
+    "RestartIntensityExceeded",
+    "StartChild",
+    "StartFailed",
+    "StartRefused",
+    "Started",
+    "State",
+    "StopChild",
+    "Stopped",
+    "Strategy",
+    "Supervision",
+    "Supervisor",
+    "Timer",
+    "UnknownMessage",
+    "WhichChildren",
+    "settle",
+]
