@@ -39,6 +39,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/decode.py
 	$(BIN)/python bench/actors.py
 	$(BIN)/python bench/cluster.py
+	$(BIN)/python bench/sim.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
