@@ -12,9 +12,9 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c $(CONSTRAINTS) -e '.[dev]'
 	touch $@
 
-## run: validate the bundled example DGDs (the simulated cluster comes with a later release)
+## run: run the operator on the embedded simulated cluster until the aggregated vLLM example is ready
 run: $(STAMP)
-	$(BIN)/dgd-operator validate examples/*.yaml
+	$(BIN)/dgd-operator sim apply examples/agg.yaml --until-ready
 
 ## test: lint, type-check, then run the whole test suite
 test: lint

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from dgd import __version__
+from dgd.cli_sim import add_commands as add_sim_commands
 from dgd.domain.conversion import ConversionError, dgd_to_v1beta1
 from dgd.domain.crds import crd_files, render_crds_yaml
 from dgd.domain.documents import admit_document
@@ -106,6 +107,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     crds.add_argument("--output-dir", metavar="DIR", type=Path, help="write one file per CRD into DIR")
     crds.set_defaults(run=_crds)
+
+    add_sim_commands(commands)
     return parser
 
 

@@ -1,0 +1,134 @@
+"""The Grove pathway at scale: N DGDs to ``successful`` on the simulated cluster.
+
+In one process, on the virtual clock (``dgd.sim``), it applies N copies of the aggregated vLLM
+example (a frontend and a two-replica worker: two PodCliques, three pods) at once, with the
+operator running beside the world models (simulated Grove, scheduler, kubelets), and waits until
+every DGD is ``successful``. It reports:
+
+* wall time: ``time.perf_counter`` from the first apply until every DGD is successful, and the
+  cluster (virtual) time that took;
+* reconciles per DGD: reconciles (``Nudge`` messages handled by DGD actors, from the runtime's
+  ``CountingMetrics``) divided by N;
+* API writes per DGD: the operator's create/update/patch/delete calls (events included; the world
+  models' writes are not counted) divided by N;
+* memory per DGD actor subtree: tracemalloc's traced bytes (after ``gc.collect``) with every DGD
+  actor running, minus the same once every DGD actor subtree (actor, its three children, their
+  tasks, mailboxes and program) was stopped, divided by N. Cached objects, the API server's objects
+  and the world models stay in both measurements, so they are excluded.
+
+tracemalloc slows everything down, so the memory is measured in a second, smaller run
+(``--memory-dgds``, default 200). Every line is ``name value unit``; the goal (48 KiB per subtree)
+is checked at the end.
+
+Run from the repository root: ``.venv/bin/python bench/grove.py [--dgds 1000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import platform
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import yaml  # noqa: E402
+
+from dgd.actors.runtime import CountingMetrics, Ref, StopChild, WhichChildren  # noqa: E402
+from dgd.actors.tree import DGDS, operator_children  # noqa: E402
+from dgd.cluster.faults import Delay  # noqa: E402
+from dgd.cluster.protocol import Cluster  # noqa: E402
+from dgd.cluster.resources import DGD  # noqa: E402
+from dgd.domain.gates import effective_config, resolve_gates, served_apis  # noqa: E402
+from dgd.messages.config import OperatorConfig  # noqa: E402
+from dgd.sim import SimulatedCluster, WorldSettings, run  # noqa: E402
+
+EXAMPLE = ROOT / "examples" / "agg.yaml"
+GOAL_BYTES = 48 * 1024
+
+
+class Result:
+    def __init__(self) -> None:
+        self.wall = 0.0
+        self.cluster_seconds = 0.0
+        self.reconciles = 0
+        self.writes = 0
+        self.subtree_bytes = 0.0
+
+
+async def converge(count: int, memory: bool) -> Result:
+    """Apply ``count`` DGDs and wait until all are successful (see the module)."""
+    config = OperatorConfig()
+    metrics = CountingMetrics()
+    holder: list[SimulatedCluster] = []
+
+    def operator(cluster: Cluster) -> Any:
+        sim = holder[0]
+        gates = resolve_gates(config, served_apis(sim.discovery.group_versions))
+        return operator_children(cluster, config=effective_config(config, gates), wall=sim.now)
+
+    sim = SimulatedCluster(WorldSettings(), seed=1, config=config, operator=operator)
+    holder.append(sim)
+    document = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
+    result = Result()
+    async with sim:
+        sim.system.metrics = metrics
+        writes = sim.cluster.faults.add(Delay(0.0), verb=("create", "update", "patch", "delete"))
+        user = sim.cluster.client()
+        started = time.perf_counter()
+        for index in range(count):
+            document["metadata"] = {"name": f"graph-{index:05d}", "namespace": "default"}
+            await user.create(DGD.as_raw(), document)
+
+        async def all_successful() -> bool:
+            listed = (await user.list(DGD, namespace="default")).items
+            return all(d.status is not None and d.status.state == "successful" for d in listed)
+
+        result.cluster_seconds = await sim.until(all_successful, timeout=3600, every=5.0)
+        result.wall = time.perf_counter() - started
+        result.writes = writes.fired
+        result.reconciles = sum(n for path, n in metrics.processed.items() if path.count("/") == 4)
+        if memory:
+            result.subtree_bytes = await _subtree_bytes(sim, count)
+    return result
+
+
+async def _subtree_bytes(sim: SimulatedCluster, count: int) -> float:
+    dgds: Ref[Any] = sim.system.ref(DGDS)
+    await sim.run_for(30)
+    gc.collect()
+    running = tracemalloc.get_traced_memory()[0]
+    ids = (await dgds.ask(WhichChildren())).ids
+    for child in ids:
+        await dgds.ask(StopChild(child))
+    gc.collect()
+    stopped = tracemalloc.get_traced_memory()[0]
+    return (running - stopped) / count
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--dgds", type=int, default=1000)
+    parser.add_argument("--memory-dgds", type=int, default=200)
+    args = parser.parse_args()
+    print(f"python {platform.python_version()} on {platform.machine()}, {args.dgds} DGDs ({EXAMPLE.name})")
+    speed = run(converge, args.dgds, False)
+    print(f"wall_time {speed.wall:.2f} s")
+    print(f"cluster_time {speed.cluster_seconds:.0f} s")
+    print(f"reconciles_per_dgd {speed.reconciles / args.dgds:.2f} reconciles")
+    print(f"api_writes_per_dgd {speed.writes / args.dgds:.2f} writes")
+    tracemalloc.start()
+    sized = run(converge, args.memory_dgds, True)
+    tracemalloc.stop()
+    print(f"memory_per_dgd_subtree {sized.subtree_bytes / 1024:.1f} KiB ({args.memory_dgds} DGDs)")
+    verdict = "met" if sized.subtree_bytes <= GOAL_BYTES else "MISSED"
+    print(f"goal memory_per_dgd_subtree <= 48 KiB: {verdict} ({sized.subtree_bytes / 1024:.1f} KiB)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,231 @@
+"""The informer cache: the last seen version of every object of the watched kinds, and a reader over it.
+
+Informers (``dgd.actors.informer``) are the only writers of what they watch; an actor that wrote an
+object through the port may also ``observe`` the server's answer, so its next read does not see
+an older version than its own write (a newer version is never replaced by an older one). Reads
+never touch the API for a cached kind; ``Reader`` falls back to the API for the kinds nobody watches.
+
+Everything runs on one event loop and every method is synchronous, so a read is always one
+consistent snapshot of one object.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable
+from typing import Any, TypeVar, cast
+
+import anyio
+import msgspec
+
+from dgd.cluster.errors import NotFound
+from dgd.cluster.protocol import Cluster
+from dgd.cluster.resources import ObjectKey, Resource
+
+T = TypeVar("T")
+
+_Name = tuple[str | None, str]
+
+
+class Change(msgspec.Struct, frozen=True):
+    """One difference a re-list found: the object before (``None``: new) and after (``None``: gone)."""
+
+    type: str
+    old: Any
+    new: Any
+
+
+def _meta(obj: Any) -> tuple[str | None, str, str]:
+    """Namespace, name and resourceVersion of a Struct or raw JSON object."""
+    if isinstance(obj, dict):
+        metadata = obj.get("metadata") or {}
+        return (
+            metadata.get("namespace"),
+            str(metadata.get("name") or ""),
+            str(metadata.get("resourceVersion") or ""),
+        )
+    meta = obj.metadata
+    return meta.namespace, meta.name or "", meta.resource_version or ""
+
+
+def _controller_uid(obj: Any) -> str | None:
+    """The uid of the object's controller (its owner reference with ``controller: true``)."""
+    if isinstance(obj, dict):
+        for owner in (obj.get("metadata") or {}).get("ownerReferences") or ():
+            if owner.get("controller"):
+                return str(owner.get("uid") or "")
+        return None
+    for ref in obj.metadata.owner_references or ():
+        if ref.controller:
+            return str(ref.uid)
+    return None
+
+
+def _newer(candidate: str, current: str) -> bool:
+    # Resource versions are opaque in general; numeric ones (etcd's, ours) are ordered.
+    if candidate.isdigit() and current.isdigit():
+        return int(candidate) > int(current)
+    return candidate != current
+
+
+class Cache:
+    """Objects by resource, namespace and name. Only informers fill it (and writers ``observe``)."""
+
+    def __init__(self) -> None:
+        self._objects: dict[str, dict[_Name, Any]] = {}
+        self._synced: dict[str, anyio.Event] = {}
+        # resource -> controller uid -> names of the objects it controls.
+        self._controlled: dict[str, dict[str, set[_Name]]] = {}
+
+    def serve(self, resource: Resource[Any]) -> None:
+        """Start caching ``resource`` (its informer calls this before its first list)."""
+        rid = str(resource)
+        self._objects.setdefault(rid, {})
+        self._synced.setdefault(rid, anyio.Event())
+
+    def caches(self, resource: Resource[Any]) -> bool:
+        return str(resource) in self._objects
+
+    def synced(self, resource: Resource[Any]) -> bool:
+        return self.synced_id(str(resource))
+
+    def synced_id(self, rid: str) -> bool:
+        """Whether the resource with id ``rid`` (``plural.group``) finished its first list."""
+        event = self._synced.get(rid)
+        return event is not None and event.is_set()
+
+    @property
+    def resources(self) -> list[str]:
+        return sorted(self._objects)
+
+    def all_synced(self) -> bool:
+        return all(event.is_set() for event in self._synced.values())
+
+    async def wait_synced(self) -> None:
+        """Return once every served resource finished its first list."""
+        for event in list(self._synced.values()):
+            await event.wait()
+
+    def get(self, resource: Resource[T], namespace: str | None, name: str) -> T | None:
+        return cast("T | None", self._objects[str(resource)].get((namespace, name)))
+
+    def list(self, resource: Resource[T], namespace: str | None = None) -> list[T]:
+        """Objects of ``resource`` (in ``namespace``), ordered by namespace then name."""
+        objects = self._objects[str(resource)]
+        keys = sorted(k for k in objects if namespace is None or k[0] == namespace)
+        return [cast("T", objects[key]) for key in keys]
+
+    def count(self, resource: Resource[Any]) -> int:
+        return len(self._objects.get(str(resource), {}))
+
+    def controlled_by(self, resource: Resource[T], uid: str | None) -> builtins.list[T]:
+        """Objects of ``resource`` whose controller owner reference names ``uid``, by namespace and name."""
+        names = self._controlled.get(str(resource), {}).get(uid or "", set())
+        objects = self._objects[str(resource)]
+        return [cast("T", objects[name]) for name in sorted(names)]
+
+    def _store(self, rid: str, name: _Name, obj: Any) -> None:
+        objects = self._objects.setdefault(rid, {})
+        old = objects.get(name)
+        if old is not None:
+            self._unindex(rid, name, old)
+        objects[name] = obj
+        owner = _controller_uid(obj)
+        if owner:
+            self._controlled.setdefault(rid, {}).setdefault(owner, set()).add(name)
+
+    def _drop(self, rid: str, name: _Name) -> Any:
+        old = self._objects.get(rid, {}).pop(name, None)
+        if old is not None:
+            self._unindex(rid, name, old)
+        return old
+
+    def _unindex(self, rid: str, name: _Name, obj: Any) -> None:
+        owner = _controller_uid(obj)
+        names = self._controlled.get(rid, {}).get(owner or "")
+        if names is not None:
+            names.discard(name)
+            if not names:
+                del self._controlled[rid][owner or ""]
+
+    # Writers.
+
+    def replace(self, resource: Resource[Any], items: Iterable[Any]) -> builtins.list[Change]:
+        """Set everything of ``resource`` from a fresh list; returns what changed since the last view."""
+        rid = str(resource)
+        before = dict(self._objects.setdefault(rid, {}))
+        seen: set[_Name] = set()
+        changes: builtins.list[Change] = []
+        for obj in items:
+            namespace, name, version = _meta(obj)
+            seen.add((namespace, name))
+            old = before.get((namespace, name))
+            if old is None:
+                changes.append(Change("ADDED", None, obj))
+            elif _meta(old)[2] != version:
+                changes.append(Change("MODIFIED", old, obj))
+            self._store(rid, (namespace, name), obj)
+        for key in sorted(before.keys() - seen):
+            self._drop(rid, key)
+            changes.append(Change("DELETED", before[key], None))
+        self._synced.setdefault(rid, anyio.Event()).set()
+        return changes
+
+    def apply(self, resource: Resource[Any], event_type: str, obj: Any) -> Any:
+        """Record one watch event; returns the version it replaces (``None`` if there was none)."""
+        rid = str(resource)
+        namespace, name, _ = _meta(obj)
+        if event_type == "DELETED":
+            return self._drop(rid, (namespace, name))
+        old = self._objects.setdefault(rid, {}).get((namespace, name))
+        self._store(rid, (namespace, name), obj)
+        return old
+
+    def observe(self, resource: Resource[Any], obj: Any) -> None:
+        """Record what a write returned, unless the cache already holds that version or a newer one."""
+        objects = self._objects.get(str(resource))
+        if objects is None:
+            return
+        namespace, name, version = _meta(obj)
+        current = objects.get((namespace, name))
+        if current is None or _newer(version, _meta(current)[2]):
+            self._store(str(resource), (namespace, name), obj)
+
+    def forget(self, resource: Resource[Any], namespace: str | None, name: str) -> None:
+        """Drop an object this process just deleted (its watch event will say the same)."""
+        if str(resource) in self._objects:
+            self._drop(str(resource), (namespace, name))
+
+
+class Reader:
+    """Reads for reconcilers: the cache for watched kinds, the API for the rest."""
+
+    def __init__(self, cluster: Cluster, cache: Cache) -> None:
+        self._cluster = cluster
+        self._cache = cache
+
+    @property
+    def cache(self) -> Cache:
+        return self._cache
+
+    async def get(self, key: ObjectKey[T]) -> T | None:
+        """The object, or ``None`` when it does not exist (API errors other than NotFound raise)."""
+        if self._cache.caches(key.resource):
+            return self._cache.get(key.resource, key.namespace, key.name)
+        try:
+            return await self._cluster.get(key)
+        except NotFound:
+            return None
+
+    async def controlled_by(self, resource: Resource[T], namespace: str, uid: str | None) -> list[T]:
+        """Objects of ``resource`` in ``namespace`` that the object ``uid`` controls."""
+        if self._cache.caches(resource):
+            return self._cache.controlled_by(resource, uid)
+        listed = (await self._cluster.list(resource, namespace=namespace)).items
+        return [obj for obj in listed if uid is not None and _controller_uid(obj) == uid]
+
+    async def list(self, resource: Resource[T], namespace: str) -> list[T]:
+        """Objects of ``resource`` in ``namespace``."""
+        if self._cache.caches(resource):
+            return self._cache.list(resource, namespace)
+        return (await self._cluster.list(resource, namespace=namespace)).items

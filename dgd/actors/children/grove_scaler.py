@@ -1,0 +1,99 @@
+"""The grove-scaler child of a Grove DGD: component replicas through the scale subresource (dgd-domain §9.4).
+
+For every component it drives the PodClique (or, for a component Grove scales as a group, the
+PodCliqueScalingGroup) ``<pcs>-0-<component>`` to the component's replicas, through the scale
+subresource only: a replica edit never touches the PodCliqueSet spec, so it never rolls pods. A
+child Grove has not created yet is skipped (its creation will nudge the DGD again). The cached
+child answers "already there" without an API call; otherwise the scale is read and, when it
+differs, replaced at the resourceVersion read (a concurrent change is a conflict, retried).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from dgd.actors.cache import Reader
+from dgd.actors.children.failure import StepFailed
+from dgd.actors.runtime import Actor, Request
+from dgd.cluster.errors import ClusterError, NotFound
+from dgd.cluster.protocol import Cluster
+from dgd.cluster.resources import PCLQ, PCSG, ObjectKey
+from dgd.domain.readiness import child_name
+from dgd.domain.roles import uses_pcsg
+from dgd.messages.dgd import DynamoGraphDeployment
+
+
+class ScaleChange(msgspec.Struct, frozen=True):
+    """One child scaled: its kind and name, from and to how many replicas."""
+
+    component: str
+    kind: str
+    name: str
+    before: int
+    after: int
+
+
+class Scaled(msgspec.Struct, frozen=True):
+    """Every child that was scaled (empty: all were at their targets or not created yet)."""
+
+    changes: tuple[ScaleChange, ...] = ()
+
+
+class Scale(Request[Scaled | StepFailed], frozen=True):
+    """Drive every component of ``dgd`` (defaulted) to its replicas."""
+
+    dgd: DynamoGraphDeployment
+
+
+class GroveScaler(Actor[Scale]):
+    """Answers ``Scale``; the only writer of Grove children's replicas."""
+
+    def __init__(self, *, cluster: Cluster, reader: Reader) -> None:
+        self._cluster = cluster
+        self._reader = reader
+
+    async def receive(self, message: Scale) -> Scaled | StepFailed:
+        dgd = message.dgd
+        namespace = dgd.metadata.namespace or ""
+        changes: list[ScaleChange] = []
+        for component in dgd.spec.components or []:
+            if component.replicas is None:
+                continue
+            resource: Any = PCSG if uses_pcsg(component) else PCLQ
+            key: ObjectKey[Any] = resource.key(namespace, child_name(dgd, component))
+            try:
+                change = await self._scale(key, component.replicas)
+            except ClusterError as error:
+                return StepFailed(
+                    f"failed to scale {resource.kind} {key.name} to {component.replicas}: {error}"
+                )
+            if change is not None:
+                changes.append(ScaleChange(component.name, resource.kind, key.name, *change))
+        return Scaled(tuple(changes))
+
+    async def _scale(self, key: ObjectKey[Any], target: int) -> tuple[int, int] | None:
+        if target < 0:
+            raise ValueError(f"negative replicas {target} for {key}")
+        cached = (
+            self._reader.cache.get(key.resource, key.namespace, key.name)
+            if self._reader.cache.caches(key.resource)
+            else None
+        )
+        if cached is not None and cached.spec.replicas == target:
+            return None
+        try:
+            scale = await self._cluster.get_scale(key)
+        except NotFound:
+            return None
+        before = scale.spec.replicas
+        if before == target:
+            return None
+        try:
+            await self._cluster.replace_scale(
+                key, msgspec.structs.replace(scale, spec=msgspec.structs.replace(scale.spec, replicas=target))
+            )
+        except NotFound:
+            return None
+        return before, target

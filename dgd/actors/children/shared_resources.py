@@ -1,0 +1,199 @@
+"""The shared-resources child of a DGD: what must exist before its pods (dgd-domain §7, in order).
+
+1. RBAC (cluster-wide mode only): the planner ServiceAccount and its RoleBinding to the planner
+   ClusterRole, per namespace and owned by no DGD. The ClusterRole must exist.
+2. Legacy v1alpha1 ``spec.pvcs``: each claim must exist; one marked ``create`` is created (owned by
+   the DGD).
+3. Kubernetes discovery RBAC: the DGD's ServiceAccount, Role and RoleBinding (synced, owned).
+7. Multinode graphs: the wait-for-leader ConfigMap (synced, owned).
+8. Multinode graphs: the MPI SSH key Secret, generated once in the operator's namespace and
+   replicated into the DGD's (owned by no DGD).
+
+(GPU memory service, checkpoints and EPP, steps 4–6, are refused before this step until their
+actors exist.) Every write records its event on the DGD; a failure answers ``StepFailed`` naming
+the step.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from collections.abc import Callable
+
+import msgspec
+
+from dgd.actors.cache import Reader
+from dgd.actors.children.failure import StepFailed
+from dgd.actors.runtime import Actor, Request
+from dgd.actors.sync import Syncer, owner_reference
+from dgd.cluster.errors import ClusterError
+from dgd.cluster.resources import (
+    CLUSTER_ROLE,
+    CONFIG_MAP,
+    PVC,
+    ROLE,
+    ROLE_BINDING,
+    SECRET,
+    SERVICE_ACCOUNT,
+    Resource,
+)
+from dgd.domain.pod_merge import JSON
+from dgd.domain.shared_objects import (
+    PRIVATE_KEY,
+    PUBLIC_KEY,
+    discovery_enabled,
+    discovery_rbac,
+    legacy_pvc,
+    legacy_pvcs,
+    mpi_secret,
+    needs_wait_leader,
+    planner_rbac,
+    wait_leader_config_map,
+)
+from dgd.domain.ssh_keys import KeyPair
+from dgd.messages.config import OperatorConfig
+from dgd.messages.dgd import DynamoGraphDeployment
+
+logger = logging.getLogger("dgd.shared")
+
+_BY_KIND: dict[str, Resource[JSON]] = {
+    "ServiceAccount": SERVICE_ACCOUNT,
+    "Role": ROLE,
+    "RoleBinding": ROLE_BINDING,
+    "ConfigMap": CONFIG_MAP,
+}
+
+
+class SharedEnsured(msgspec.Struct, frozen=True):
+    """The shared resources are in place; ``objects`` names what this DGD needs (``Kind name``)."""
+
+    objects: tuple[str, ...] = ()
+
+
+class EnsureShared(Request[SharedEnsured | StepFailed], frozen=True):
+    """Ensure the shared resources of ``dgd`` (defaulted); ``owner`` is the stored DGD children point at."""
+
+    dgd: DynamoGraphDeployment
+    owner: DynamoGraphDeployment
+
+
+class SharedResources(Actor[EnsureShared]):
+    """Answers ``EnsureShared``; steps in the order of dgd-domain §7."""
+
+    def __init__(
+        self, *, reader: Reader, syncer: Syncer, config: OperatorConfig, keys: Callable[[], KeyPair]
+    ) -> None:
+        self._reader = reader
+        self._syncer = syncer
+        self._config = config
+        self._keys = keys
+
+    async def receive(self, message: EnsureShared) -> SharedEnsured | StepFailed:
+        dgd, owner = message.dgd, message.owner
+        namespace = dgd.metadata.namespace or ""
+        ensured: list[str] = []
+        try:
+            # 1. Planner RBAC, per namespace, only when the operator watches the whole cluster.
+            if not self._config.namespace.restricted:
+                ensured += await self._planner_rbac(namespace, owner)
+        except (ClusterError, _Missing) as error:
+            return StepFailed(f"failed to ensure planner RBAC: {error}")
+        try:
+            # 2. Claims the v1alpha1 manifest declared must exist before pods mount them.
+            ensured += await self._legacy_pvcs(dgd, owner)
+        except (ClusterError, _Missing) as error:
+            return StepFailed(f"failed to reconcile top-level PVCs: {error}")
+        try:
+            # 3. The discovery identity of the DGD's pods.
+            if discovery_enabled(dgd, self._config):
+                ensured += await self._sync_all(discovery_rbac(dgd), owner)
+        except ClusterError as error:
+            return StepFailed(f"failed to reconcile the Kubernetes discovery RBAC: {error}")
+        if needs_wait_leader(dgd):
+            try:
+                # 7. Multinode workers wait for their leader with this script.
+                ensured += await self._sync_all([wait_leader_config_map(dgd)], owner)
+            except ClusterError as error:
+                return StepFailed(f"failed to reconcile the wait-for-leader ConfigMap: {error}")
+            try:
+                # 8. Multinode pods reach each other over SSH with one key pair per cluster.
+                ensured += await self._mpi_secret(namespace, owner)
+            except (ClusterError, _Missing) as error:
+                return StepFailed(f"failed to ensure the MPI SSH key Secret: {error}")
+        return SharedEnsured(tuple(ensured))
+
+    async def _sync_all(self, objects: list[JSON], owner: DynamoGraphDeployment) -> list[str]:
+        names = []
+        for desired in objects:
+            resource = _BY_KIND[desired["kind"]]
+            meta = desired["metadata"]
+            live = await self._reader.get(resource.key(meta["namespace"], meta["name"]))
+            await self._syncer.sync(resource, desired, live, owner=owner)
+            names.append(f"{desired['kind']} {meta['name']}")
+        return names
+
+    async def _planner_rbac(self, namespace: str, owner: DynamoGraphDeployment) -> list[str]:
+        role = self._config.rbac.planner_cluster_role_name
+        if not role:
+            raise _Missing("planner ClusterRole name is required in cluster-wide mode")
+        if await self._reader.get(CLUSTER_ROLE.key(None, role)) is None:
+            why = "ensure it is created by Helm before deploying components"
+            raise _Missing(f'cluster role "{role}" does not exist: {why}')
+        account, binding = planner_rbac(namespace, role)
+        if await self._reader.get(SERVICE_ACCOUNT.key(namespace, account["metadata"]["name"])) is None:
+            await self._syncer.create(SERVICE_ACCOUNT, account, owner=owner)
+        live = await self._reader.get(ROLE_BINDING.key(namespace, binding["metadata"]["name"]))
+        if live is None:
+            await self._syncer.create(ROLE_BINDING, binding, owner=owner)
+        elif live.get("roleRef") != binding["roleRef"]:
+            # A RoleBinding's roleRef is immutable: replace the binding.
+            await self._syncer.delete(ROLE_BINDING, live, owner=owner, why="its ClusterRole changed")
+            await self._syncer.create(ROLE_BINDING, binding, owner=owner)
+        elif live.get("subjects") != binding["subjects"]:
+            await self._syncer.replace(ROLE_BINDING, {**live, "subjects": binding["subjects"]}, owner=owner)
+        return [f"ServiceAccount {account['metadata']['name']}", f"RoleBinding {binding['metadata']['name']}"]
+
+    async def _legacy_pvcs(self, dgd: DynamoGraphDeployment, owner: DynamoGraphDeployment) -> list[str]:
+        names = []
+        for pvc in legacy_pvcs(dgd):
+            if not pvc.name:
+                logger.warning(
+                    "%s/%s: a v1alpha1 pvcs entry has no name; skipped",
+                    dgd.metadata.namespace,
+                    dgd.metadata.name,
+                )
+                continue
+            if await self._reader.get(PVC.key(dgd.metadata.namespace, pvc.name)) is None:
+                if not pvc.create:
+                    raise _Missing(
+                        f'PersistentVolumeClaim "{pvc.name}" does not exist and create is not enabled for it'
+                    )
+                body = legacy_pvc(dgd, pvc)
+                body["metadata"]["ownerReferences"] = [owner_reference(owner)]
+                await self._syncer.create(PVC, body, owner=owner)
+            names.append(f"PersistentVolumeClaim {pvc.name}")
+        return names
+
+    async def _mpi_secret(self, namespace: str, owner: DynamoGraphDeployment) -> list[str]:
+        name, source = self._config.mpi.ssh_secret_name, self._config.mpi.ssh_secret_namespace
+        original = await self._reader.get(SECRET.key(source, name))
+        if original is None:
+            pair = self._keys()
+            data = {
+                PRIVATE_KEY: base64.b64encode(pair.private_pem.encode()).decode("ascii"),
+                PUBLIC_KEY: base64.b64encode(pair.public_openssh.encode()).decode("ascii"),
+            }
+            # Another DGD may create it first: then that one is the key pair.
+            original = await self._syncer.create(SECRET, mpi_secret(name, source, data), owner=owner)
+            if original is None:
+                original = await self._reader.get(SECRET.key(source, name))
+            if original is None:
+                raise _Missing(f"Secret {source}/{name} vanished while it was being created")
+        if namespace != source and await self._reader.get(SECRET.key(namespace, name)) is None:
+            replica = mpi_secret(name, namespace, dict(original.get("data") or {}), original.get("type"))
+            await self._syncer.create(SECRET, replica, owner=owner)
+        return [f"Secret {name}"]
+
+
+class _Missing(Exception):
+    """A precondition of a step does not hold (the message says what to do)."""

@@ -1,0 +1,315 @@
+"""The DGD actor: owns one DynamoGraphDeployment's lifecycle (dgd-domain §5, one reconcile at a time).
+
+A reconcile reads the DGD from the cache and follows the outer reconciler in order:
+
+1. gone: nothing to do; being deleted: run the finalizer and stop (status is never written then);
+2. an unknown workload provider fails terminally (``unsupported_workload_provider``);
+3. a DGD that fails validation (admission may never have seen it) gets ``failed``/``invalid_spec``
+   with every message, and nothing else is written; otherwise the workload provider annotation is
+   adopted or chosen, and written once with a resourceVersion precondition (§4.1);
+4. the checkpoint compatibility preflight;
+5. the finalizer;
+6. the selected program, run once (its children are started on first use: a DGD runs only the
+   children of its pathway);
+7. the status, written once, only if it changed, with the resourceVersion held; then the events
+   queued with it, in order. A failed or skipped write drops them.
+
+Nudges that arrive during a reconcile coalesce into one more. A failed reconcile is retried after an
+exponential backoff; a terminal one (a spec this release cannot reconcile, an unsupported provider)
+waits for the DGD's next change. Children are supervised one for one with a restart intensity and
+backoff: a child crash fails only the reconcile that asked it (the status keeps the progress made),
+and the next reconcile retries.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import re
+from collections.abc import Callable
+
+import msgspec
+from msgspec import structs
+
+from dgd.actors.cache import Reader
+from dgd.actors.children.grove_scaler import GroveScaler, Scale
+from dgd.actors.children.shared_resources import EnsureShared, SharedResources
+from dgd.actors.children.topology_status import Project, TopologyStatus
+from dgd.actors.primary import FINALIZER, PrimaryWriter
+from dgd.actors.programs.grove import GroveProgram
+from dgd.actors.programs.result import Program
+from dgd.actors.recorder import Recorder
+from dgd.actors.runtime import (
+    Actor,
+    Backoff,
+    ChildSpec,
+    MailboxConfig,
+    Ref,
+    Restart,
+    Strategy,
+    Supervision,
+    Timer,
+)
+from dgd.actors.sync import Syncer
+from dgd.cluster.clock import rfc3339
+from dgd.cluster.errors import ClusterError, NotFound
+from dgd.cluster.protocol import Cluster
+from dgd.cluster.resources import DCD, DGD, PCS
+from dgd.domain.defaulting import WORKLOAD_PROVIDER, default_in_memory
+from dgd.domain.errors import FieldError
+from dgd.domain.events import EventRecord
+from dgd.domain.projection import (
+    FAILED_TO_HANDLE_FINALIZER,
+    FAILED_TO_RECONCILE,
+    INVALID_SPEC,
+    Failure,
+    fail,
+    starting_status,
+)
+from dgd.domain.provider import COMPONENT, ConflictingProviders, adopt_provider, stored_provider
+from dgd.domain.render_errors import not_supported_yet
+from dgd.domain.ssh_keys import KeyPair
+from dgd.domain.support import checkpoint_preflight
+from dgd.domain.validation import validate_create
+from dgd.messages.config import OperatorConfig
+from dgd.messages.dgd import DGDStatus, DynamoGraphDeployment
+
+logger = logging.getLogger("dgd.reconcile")
+
+
+def _field_order(error: FieldError) -> tuple[int, str]:
+    """Validation errors in document order: metadata first, list indexes compared as numbers."""
+    path = re.sub(r"\[(\d+)\]", lambda match: f"[{int(match.group(1)):04d}]", error.path)
+    return (0 if error.path.startswith("metadata") else 1), path
+
+
+class Nudge(msgspec.Struct, frozen=True):
+    """Reconcile soon. Any number of nudges waiting in the mailbox are one reconcile."""
+
+
+class Outcome(enum.Enum):
+    """How a reconcile ended, which decides when the next one happens without a nudge."""
+
+    DONE = "done"  #: converged as far as it can now: wait for the next watch event
+    RETRY = "retry"  #: failed in a way that may heal: again after a backoff
+    WAIT = "wait"  #: failed terminally: wait for the DGD to change
+
+
+#: The backoff between reconciles of a DGD that keep failing.
+RETRY_BACKOFF = Backoff(initial=0.5, maximum=300.0, multiplier=2.0, jitter=0.1)
+#: How the DGD actor supervises its children.
+CHILD_SUPERVISION = Supervision(Strategy.ONE_FOR_ONE, intensity=10, period=60.0, backoff=Backoff(0.2, 10.0))
+
+
+class DGDActor(Actor[Nudge]):
+    """The actor of the DGD ``namespace/name``: the only writer of its status."""
+
+    mailbox = MailboxConfig(capacity=4, coalesce=lambda message: "reconcile")
+    supervision = CHILD_SUPERVISION
+
+    def __init__(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        cluster: Cluster,
+        reader: Reader,
+        syncer: Syncer,
+        primary: PrimaryWriter,
+        recorder: Recorder,
+        config: OperatorConfig,
+        wall: Callable[[], float],
+        keys: Callable[[], KeyPair],
+        retry: Backoff = RETRY_BACKOFF,
+    ) -> None:
+        self._namespace = namespace
+        self._name = name
+        self._cluster = cluster
+        self._reader = reader
+        self._syncer = syncer
+        self._primary = primary
+        self._recorder = recorder
+        self._config = config
+        self._wall = wall
+        self._keys = keys
+        self._retry = retry
+        self._failures = 0
+        self._timer: Timer | None = None
+        self._program: Program | None = None
+
+    async def on_start(self) -> None:
+        # Level-triggered: every incarnation starts with a reconcile from the cluster's state.
+        self.context.ref.tell_nowait(Nudge())
+
+    async def on_stop(self) -> None:
+        self._cancel_retry()
+
+    async def receive(self, message: Nudge) -> None:
+        self._cancel_retry()
+        try:
+            outcome = await self._reconcile()
+        except (ClusterError, ConflictingProviders) as error:
+            logger.info("%s/%s: reconcile failed, will retry: %s", self._namespace, self._name, error)
+            outcome = Outcome.RETRY
+        if outcome is Outcome.RETRY:
+            self._schedule_retry()
+        else:
+            self._failures = 0
+
+    # The outer reconcile (§5), in order.
+
+    async def _reconcile(self) -> Outcome:
+        dgd = self._reader.cache.get(DGD, self._namespace, self._name)
+        if dgd is None:
+            return Outcome.DONE
+        # Deleting: the finalizer runs, and the status is never written on this path.
+        if dgd.metadata.deletion_timestamp:
+            await self._finalize(dgd)
+            return Outcome.DONE
+        # The workload provider, chosen once and kept in an annotation: an unknown one is terminal.
+        try:
+            provider = stored_provider(dgd)
+        except Failure as failure:
+            await self._persist(dgd, self._failed(dgd, failure.reason, failure.message))
+            return Outcome.WAIT
+        # A DGD admission never checked: report every problem, write nothing else.
+        problems = self._validate(dgd)
+        if problems:
+            await self._persist(dgd, self._failed(dgd, INVALID_SPEC, "; ".join(problems)))
+            return Outcome.WAIT
+        if provider is None:
+            dgd = await self._adopt_provider(dgd)
+            provider = stored_provider(dgd) or ""
+        # Checkpoint compatibility, before the finalizer is added: the user must fix the spec.
+        incompatible = checkpoint_preflight(dgd)
+        if incompatible:
+            await self._persist(dgd, self._failed(dgd, FAILED_TO_RECONCILE, "; ".join(incompatible)))
+            return Outcome.WAIT
+        # The finalizer, so a deletion waits for our cleanup.
+        if FINALIZER not in (dgd.metadata.finalizers or []):
+            try:
+                dgd = await self._primary.set_finalizers(dgd, [*(dgd.metadata.finalizers or []), FINALIZER])
+            except ClusterError as error:
+                await self._persist_quietly(dgd, self._failed(dgd, FAILED_TO_HANDLE_FINALIZER, str(error)))
+                return Outcome.RETRY
+        # The program of the provider, once; then its status, once, and only then its events.
+        if provider == COMPONENT:
+            refusal = not_supported_yet(
+                f"metadata.annotations[{WORKLOAD_PROVIDER}]", 'The Component pathway ("component")'
+            )
+            await self._persist(dgd, self._failed(dgd, FAILED_TO_RECONCILE, str(refusal)))
+            return Outcome.WAIT
+        result = await (await self._grove_program()).reconcile(dgd)
+        await self._persist(result.dgd, result.status, result.events)
+        if result.failure is None:
+            return Outcome.DONE
+        logger.info(
+            "%s/%s: %s: %s", self._namespace, self._name, result.failure.reason, result.failure.message
+        )
+        return Outcome.WAIT if result.failure.terminal else Outcome.RETRY
+
+    async def _finalize(self, dgd: DynamoGraphDeployment) -> None:
+        finalizers = dgd.metadata.finalizers or []
+        if FINALIZER in finalizers:
+            await self._primary.set_finalizers(dgd, [f for f in finalizers if f != FINALIZER])
+
+    def _validate(self, dgd: DynamoGraphDeployment) -> list[str]:
+        grove = self._config.orchestrators.grove.enabled is True
+        defaulted = default_in_memory(dgd, grove_enabled=grove)
+        # Checked as a create, except the rule that a create has no restart request yet.
+        checked = structs.replace(defaulted, spec=structs.replace(defaulted.spec, restart=None))
+        errors = sorted(validate_create(checked, grove_enabled=grove), key=_field_order)
+        return [str(error) for error in errors]
+
+    async def _adopt_provider(self, dgd: DynamoGraphDeployment) -> DynamoGraphDeployment:
+        namespace = dgd.metadata.namespace or ""
+        uid = dgd.metadata.uid
+        try:
+            podcliquesets = [p.metadata for p in await self._reader.controlled_by(PCS, namespace, uid)]
+        except NotFound:
+            podcliquesets = []  # the cluster does not serve Grove: no PodCliqueSet can exist
+        provider = adopt_provider(
+            dgd,
+            podcliquesets=podcliquesets,
+            component_deployments=[d.metadata for d in await self._reader.controlled_by(DCD, namespace, uid)],
+            grove_enabled=self._config.orchestrators.grove.enabled is True,
+        )
+        return await self._primary.annotate(dgd, {WORKLOAD_PROVIDER: provider})
+
+    async def _grove_program(self) -> Program:
+        if self._program is None:
+            context = self.context
+            shared: Ref[EnsureShared] = await context.start_child(
+                ChildSpec(
+                    "shared-resources",
+                    lambda: SharedResources(
+                        reader=self._reader, syncer=self._syncer, config=self._config, keys=self._keys
+                    ),
+                    Restart.PERMANENT,
+                )
+            )
+            scaler: Ref[Scale] = await context.start_child(
+                ChildSpec(
+                    "grove-scaler",
+                    lambda: GroveScaler(cluster=self._cluster, reader=self._reader),
+                    Restart.PERMANENT,
+                )
+            )
+            topology: Ref[Project] = await context.start_child(
+                ChildSpec("topology-status", TopologyStatus, Restart.PERMANENT)
+            )
+            self._program = GroveProgram(
+                config=self._config,
+                reader=self._reader,
+                syncer=self._syncer,
+                primary=self._primary,
+                recorder=self._recorder,
+                now=self._now,
+                shared_resources=shared,
+                grove_scaler=scaler,
+                topology_status=topology,
+            )
+        return self._program
+
+    # The status: one writer, one write, events only after it.
+
+    def _now(self) -> str:
+        return rfc3339(self._wall())
+
+    def _failed(self, dgd: DynamoGraphDeployment, reason: str, message: str) -> DGDStatus:
+        return fail(
+            starting_status(dgd.status),
+            generation=dgd.metadata.generation,
+            reason=reason,
+            message=message,
+            now=self._now(),
+        )
+
+    async def _persist(
+        self, dgd: DynamoGraphDeployment, status: DGDStatus, events: list[EventRecord] | None = None
+    ) -> None:
+        """Write ``status`` if it differs from the stored one; then, and only then, emit ``events``."""
+        if status == dgd.status:
+            return
+        written = await self._primary.write_status(dgd, status)
+        for event in events or ():
+            await self._recorder.emit(written, event)
+
+    async def _persist_quietly(self, dgd: DynamoGraphDeployment, status: DGDStatus) -> None:
+        try:
+            await self._persist(dgd, status)
+        except ClusterError as error:
+            logger.info("%s/%s: status not written: %s", self._namespace, self._name, error)
+
+    # Retries.
+
+    def _schedule_retry(self) -> None:
+        delay = self._retry.delay(self._failures, self.context.random)
+        self._failures += 1
+        ref = self.context.ref
+        self._timer = self.context.clock.call_later(delay, lambda: ref.tell_nowait(Nudge()))
+
+    def _cancel_retry(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None

@@ -1,0 +1,58 @@
+"""The writes the operator makes to a DGD itself: controller-owned annotations, its finalizer, status.
+
+Every write carries the resourceVersion the caller holds (optimistic concurrency): a DGD changed
+meanwhile is a ``Conflict``, and the reconcile starts again from fresh state rather than overwrite
+what it did not see. Each returns the DGD as stored after the write (its new resourceVersion is what
+the next write must carry) and records it in the cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from msgspec import structs
+
+from dgd.actors.cache import Cache
+from dgd.cluster.protocol import Cluster
+from dgd.cluster.resources import DGD
+from dgd.messages.dgd import DGDStatus, DynamoGraphDeployment
+
+FINALIZER = "nvidia.com/finalizer"
+
+
+class PrimaryWriter:
+    """Writes one DGD's annotations, finalizers and status (only the DGD actor and its program hold one)."""
+
+    def __init__(self, cluster: Cluster, cache: Cache) -> None:
+        self._cluster = cluster
+        self._cache = cache
+
+    async def annotate(
+        self, dgd: DynamoGraphDeployment, changes: Mapping[str, str | None]
+    ) -> DynamoGraphDeployment:
+        """Set (or, for ``None``, remove) annotations; no write when they already are so."""
+        current = dgd.metadata.annotations or {}
+        effective = {key: value for key, value in changes.items() if current.get(key) != value}
+        if not effective:
+            return dgd
+        return await self._patch(dgd, {"annotations": effective})
+
+    async def set_finalizers(
+        self, dgd: DynamoGraphDeployment, finalizers: list[str]
+    ) -> DynamoGraphDeployment:
+        """Replace the finalizer list (``[]`` removes every finalizer)."""
+        return await self._patch(dgd, {"finalizers": finalizers or None})
+
+    async def write_status(self, dgd: DynamoGraphDeployment, status: DGDStatus) -> DynamoGraphDeployment:
+        """Replace the status subresource with ``status``."""
+        written = await self._cluster.replace_status(DGD, structs.replace(dgd, status=status))
+        self._cache.observe(DGD, written)
+        return written
+
+    async def _patch(self, dgd: DynamoGraphDeployment, metadata: dict[str, object]) -> DynamoGraphDeployment:
+        key = DGD.key(dgd.metadata.namespace, dgd.metadata.name or "")
+        written = await self._cluster.patch(
+            key, {"metadata": metadata}, resource_version=dgd.metadata.resource_version
+        )
+        self._cache.observe(DGD, written)
+        return written

@@ -1,0 +1,306 @@
+"""The Grove workload program (dgd-domain §9.1–§9.2): one ordered reconcile of a DGD on Grove.
+
+``GroveProgram.reconcile`` reads top to bottom; each step is an ask to a child actor or a pure call
+into ``dgd.domain``, and their order is the contract. The PodCliqueSet is observed once, from the
+cache, at the start: rendering, the sync and the topology projection all use that one observation
+(or what the sync wrote). The program never writes the DGD status: it returns the complete desired
+status and the events queued with it; the DGD actor persists one and then emits the other.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import msgspec
+
+from dgd.actors.cache import Reader
+from dgd.actors.children.failure import StepFailed
+from dgd.actors.children.grove_scaler import Scale
+from dgd.actors.children.shared_resources import EnsureShared
+from dgd.actors.children.topology_status import NoTopology, Project
+from dgd.actors.primary import PrimaryWriter
+from dgd.actors.programs.result import ProgramResult
+from dgd.actors.recorder import Recorder
+from dgd.actors.runtime import ActorError, Ref
+from dgd.actors.sync import Syncer
+from dgd.cluster.errors import ClusterError
+from dgd.cluster.resources import INGRESS, PCLQ, PCS, PCSG, SERVICE, Resource
+from dgd.domain.defaulting import default_in_memory
+from dgd.domain.events import EventRecord
+from dgd.domain.pod_merge import JSON
+from dgd.domain.projection import (
+    FAILED_TO_MIGRATE_WORKER_HASH,
+    FAILED_TO_RECONCILE,
+    PROVIDER_UNAVAILABLE,
+    ROLLING_UPDATE_FAILED,
+    Failure,
+    ReconcileResult,
+    ResourceReadiness,
+    apply_reconcile_result,
+    check_resources_readiness,
+)
+from dgd.domain.provider_overrides import apply_provider_overrides
+from dgd.domain.readiness import (
+    ChildReadiness,
+    InconsistentRevision,
+    child_name,
+    grove_readiness,
+    observe_pcsg,
+    observe_podclique,
+)
+from dgd.domain.render_errors import RenderError
+from dgd.domain.render_pcs import graph_discovery_backend, graph_pcs_name, render_pcs
+from dgd.domain.roles import uses_pcsg
+from dgd.domain.stable_resources import render_stable_resources
+from dgd.domain.support import unsupported
+from dgd.domain.topology import apply_topology
+from dgd.domain.worker_generation import migration, plan_unmanaged
+from dgd.domain.worker_hash import worker_hash
+from dgd.messages.config import OperatorConfig
+from dgd.messages.dgd import DynamoGraphDeployment
+from dgd.messages.grove import PodCliqueSet
+
+logger = logging.getLogger("dgd.grove")
+
+_STABLE_KINDS: dict[str, Resource[JSON]] = {"Service": SERVICE, "Ingress": INGRESS}
+
+
+def _render_inputs(dgd: DynamoGraphDeployment, pcs: PodCliqueSet | None) -> int | None:
+    """A digest of everything the PodCliqueSet is rendered and synced from: the DGD's spec (its
+    generation) and annotations, and the PodCliqueSet's spec (generation) and metadata."""
+    if pcs is None:
+        return None
+    meta = pcs.metadata
+    return hash(
+        (
+            dgd.metadata.generation,
+            msgspec.json.encode(dgd.metadata.annotations),
+            meta.uid,
+            meta.generation,
+            msgspec.json.encode((meta.labels, meta.annotations, meta.owner_references)),
+        )
+    )
+
+
+def _failure(error: Exception, context: str = "") -> Failure:
+    """An exception as the Ready failure it projects (a render error cannot heal by retrying)."""
+    if isinstance(error, Failure):
+        return error
+    message = f"{context}: {error}" if context else str(error)
+    return Failure(FAILED_TO_RECONCILE, message, terminal=isinstance(error, RenderError))
+
+
+class GroveProgram:
+    """Reconciles DGDs whose workload provider is ``grove``; one instance per DGD actor."""
+
+    def __init__(
+        self,
+        *,
+        config: OperatorConfig,
+        reader: Reader,
+        syncer: Syncer,
+        primary: PrimaryWriter,
+        recorder: Recorder,
+        now: Callable[[], str],
+        shared_resources: Ref[EnsureShared],
+        grove_scaler: Ref[Scale],
+        topology_status: Ref[Project],
+    ) -> None:
+        self._config = config
+        self._reader = reader
+        self._syncer = syncer
+        self._primary = primary
+        self._recorder = recorder
+        self._now = now
+        self._shared_resources = shared_resources
+        self._grove_scaler = grove_scaler
+        self._topology_status = topology_status
+        # Memos of pure computations, as hashes of their inputs (a few bytes per DGD).
+        self._hash_inputs: int | None = None
+        self._hash = ""
+        self._synced_inputs: int | None = None
+
+    async def reconcile(self, dgd: DynamoGraphDeployment) -> ProgramResult:
+        """§9.1 in order; the topology projection runs after success and failure alike."""
+        result = ProgramResult(dgd)
+        # Step 1: Grove disabled is terminal, and comes before the deferred topology projection.
+        if self._config.orchestrators.grove.enabled is False:
+            why = 'selected workload provider "grove" is unavailable because Grove is disabled'
+            result.fail(Failure(PROVIDER_UNAVAILABLE, why, terminal=True), now=self._now())
+            return result
+        defaulted = default_in_memory(dgd, grove_enabled=True)
+        # The one observation of the PodCliqueSet this run renders, syncs and projects from.
+        observed = await self._reader.get(PCS.key(dgd.metadata.namespace, graph_pcs_name(defaulted)))
+        synced: list[PodCliqueSet | None] = [observed]
+        try:
+            await self._run(result, defaulted, observed, synced)
+        except (Failure, ClusterError, ActorError, RenderError, InconsistentRevision) as error:
+            result.fail(_failure(error), now=self._now())
+        # Step 2 (deferred): the topology condition, from the PodCliqueSet this run ended with.
+        await self._project_topology(result, defaulted, synced[-1])
+        return result
+
+    async def _run(
+        self,
+        result: ProgramResult,
+        dgd: DynamoGraphDeployment,
+        observed: PodCliqueSet | None,
+        synced: list[PodCliqueSet | None],
+    ) -> None:
+        # What this release cannot reconcile yet fails before any write.
+        refused = unsupported(dgd, self._config)
+        if refused:
+            raise Failure(FAILED_TO_RECONCILE, "; ".join(str(problem) for problem in refused), terminal=True)
+        # Step 3: a v1-only DGD records its v2 worker hash first (Grove has no managed rollout).
+        desired_hash = self._worker_hash(dgd)
+        await self._migrate_worker_hash(result, desired_hash)
+        # Step 4: shared resources before any pod exists that needs them.
+        shared = await self._shared_resources.ask(EnsureShared(dgd, result.dgd))
+        if isinstance(shared, StepFailed):
+            raise Failure(FAILED_TO_RECONCILE, shared.message)
+        # Step 5 (restarts) is refused above until the restart actor exists.
+        # Step 6: the Grove workloads (§9.2), then step 9, the success projection.
+        try:
+            outcome = await self._workloads(result, dgd, desired_hash, observed, synced)
+        except Failure as failure:
+            message = f"failed to reconcile Grove workloads: {failure.message}"
+            raise Failure(failure.reason, message, terminal=failure.terminal) from failure
+        except (ClusterError, ActorError, InconsistentRevision) as error:
+            raise _failure(error, "failed to reconcile Grove workloads") from error
+        # Steps 7-8 (checkpoint overlay, scaling adapters) are refused above until their actors exist.
+        result.status = apply_reconcile_result(
+            result.status, outcome, generation=result.dgd.metadata.generation, now=self._now()
+        )
+
+    async def _workloads(
+        self,
+        result: ProgramResult,
+        dgd: DynamoGraphDeployment,
+        desired_hash: str,
+        observed: PodCliqueSet | None,
+        synced: list[PodCliqueSet | None],
+    ) -> ReconcileResult:
+        # 1. Plan the worker-hash transition (reads only): a new generation turns on the hash suffix.
+        plan = plan_unmanaged(dict(result.dgd.metadata.annotations or {}), desired_hash)
+        # 2. Render against the one observation (replicas and order kept, restart stamps carried),
+        # unless neither the DGD nor the PodCliqueSet changed since the last sync left them equal.
+        inputs = _render_inputs(result.dgd, observed)
+        if observed is not None and inputs == self._synced_inputs:
+            pcs = observed
+        else:
+            rendered = render_pcs(
+                dgd, config=self._config, existing=observed, worker_generation_changed=plan.changed
+            )
+            desired = apply_provider_overrides(msgspec.to_builtins(rendered), dgd)
+            # 3. Sync against that same observation; a conflict fails this run and the next starts fresh.
+            try:
+                pcs = await self._syncer.sync(PCS, desired, observed, owner=result.dgd)
+            except ClusterError as error:
+                raise _failure(error, "failed to reconcile the Grove PodCliqueSet") from error
+            self._synced_inputs = _render_inputs(result.dgd, pcs) if pcs is observed else None
+        synced.append(pcs)
+        # 4. The write barrier: the worker hash is committed only once the PodCliqueSet carries it.
+        await self._commit_worker_hash(result, plan.annotations, changed=plan.changed)
+        # 5. Horizontal scale through the scale subresource, never the PodCliqueSet spec.
+        scaled = await self._grove_scaler.ask(Scale(dgd))
+        if isinstance(scaled, StepFailed):
+            raise Failure(FAILED_TO_RECONCILE, f"failed to reconcile Grove scaling: {scaled.message}")
+        # 6. Services and Ingress beside the workload; those of removed components go.
+        await self._stable_resources(dgd, result.dgd)
+        # 7. Readiness from the synced PodCliqueSet and one read of each child.
+        readiness = grove_readiness(dgd, pcs, await self._children(dgd))
+        # 8. Aggregate; Grove's classification replaces the generic not-ready reason.
+        outcome = check_resources_readiness(
+            [
+                ResourceReadiness(
+                    pcs.metadata.name or "", readiness.ready, readiness.message, readiness.components
+                )
+            ]
+        )
+        if outcome.state != "successful" and readiness.classification:
+            outcome = msgspec.structs.replace(outcome, reason=readiness.classification)
+        return outcome
+
+    def _worker_hash(self, dgd: DynamoGraphDeployment) -> str:
+        """The desired worker hash (pure, and the costliest render: computed once per spec and metadata)."""
+        inputs = hash((dgd.metadata.generation, msgspec.json.encode(dgd.metadata.annotations)))
+        if inputs != self._hash_inputs:
+            self._hash, self._hash_inputs = worker_hash(dgd), inputs
+        return self._hash
+
+    async def _migrate_worker_hash(self, result: ProgramResult, desired_hash: str) -> None:
+        changes = migration(result.dgd.metadata.annotations or {}, desired_hash)
+        if not changes:
+            return
+        try:
+            result.dgd = await self._primary.annotate(result.dgd, changes)
+        except ClusterError as error:
+            raise Failure(
+                FAILED_TO_MIGRATE_WORKER_HASH, f"failed to migrate the worker hash: {error}"
+            ) from error
+        note = f"Recorded worker hash {desired_hash} without a rolling update"
+        await self._recorder.emit(result.dgd, EventRecord("Normal", "WorkerHashMigrated", "Update", note))
+
+    async def _commit_worker_hash(
+        self, result: ProgramResult, annotations: dict[str, str | None], *, changed: bool
+    ) -> None:
+        if not annotations:
+            return
+        try:
+            result.dgd = await self._primary.annotate(result.dgd, annotations)
+        except ClusterError as error:
+            raise Failure(ROLLING_UPDATE_FAILED, f"failed to commit the worker hash: {error}") from error
+        if changed:
+            note = "Worker spec changed but custom rolling updates are not supported for Grove/multinode"
+            note += " deployments"
+            await self._recorder.emit(
+                result.dgd, EventRecord("Warning", "RollingUpdateNotSupported", "Update", note)
+            )
+
+    async def _stable_resources(self, dgd: DynamoGraphDeployment, owner: DynamoGraphDeployment) -> None:
+        namespace = dgd.metadata.namespace or ""
+        wanted = render_stable_resources(
+            dgd, config=self._config, discovery_backend=graph_discovery_backend(dgd, self._config)
+        )
+        names: dict[str, set[str]] = {kind: set() for kind in _STABLE_KINDS}
+        for desired in wanted:
+            resource = _STABLE_KINDS[desired["kind"]]
+            name = desired["metadata"]["name"]
+            names[desired["kind"]].add(name)
+            live = await self._reader.get(resource.key(namespace, name))
+            await self._syncer.sync(resource, desired, live, owner=owner)
+        # Departure from upstream: what this DGD controls and no longer renders is deleted.
+        for kind, resource in _STABLE_KINDS.items():
+            for live in await self._reader.controlled_by(resource, namespace, owner.metadata.uid):
+                if (live.get("metadata") or {}).get("name") not in names[kind]:
+                    await self._syncer.delete(resource, live, owner=owner, why="the DGD no longer renders it")
+
+    async def _children(self, dgd: DynamoGraphDeployment) -> dict[str, ChildReadiness]:
+        namespace = dgd.metadata.namespace or ""
+        children: dict[str, ChildReadiness] = {}
+        for component in dgd.spec.components or []:
+            name = child_name(dgd, component)
+            if uses_pcsg(component):
+                group = await self._reader.get(PCSG.key(namespace, name))
+                children[component.name] = observe_pcsg(name, group)
+            else:
+                clique = await self._reader.get(PCLQ.key(namespace, name))
+                children[component.name] = observe_podclique(name, clique)
+        return children
+
+    async def _project_topology(
+        self, result: ProgramResult, dgd: DynamoGraphDeployment, pcs: PodCliqueSet | None
+    ) -> None:
+        try:
+            projection = await self._topology_status.ask(Project(dgd, pcs, result.status, self._now()))
+        except ActorError as error:
+            logger.warning(
+                "%s/%s: topology projection skipped: %s", dgd.metadata.namespace, dgd.metadata.name, error
+            )
+            return
+        if isinstance(projection, NoTopology):
+            return
+        result.status = apply_topology(result.status, projection)
+        if projection.warning is not None:
+            result.queue(projection.warning)

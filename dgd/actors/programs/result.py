@@ -1,0 +1,47 @@
+"""What one run of a workload program produces (dgd-domain §6.1), shared by both programs.
+
+The result is meaningful even when the run failed: it carries the partial progress (checkpoint
+statuses, component statuses observed before the failure) that the DGD actor persists with the
+failed status.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from dgd.domain.events import EventRecord
+from dgd.domain.projection import Failure, fail, starting_status
+from dgd.messages.dgd import DGDStatus, DynamoGraphDeployment
+
+
+class ProgramResult:
+    """The DGD as last written, the complete desired status, the status-transition events queued
+    with it (emitted only once that status is written), and the failure that ended the run."""
+
+    def __init__(self, dgd: DynamoGraphDeployment) -> None:
+        self.dgd = dgd
+        self.status: DGDStatus = starting_status(dgd.status)
+        self.events: list[EventRecord] = []
+        self.failure: Failure | None = None
+
+    def queue(self, event: EventRecord) -> None:
+        self.events.append(event)
+
+    def fail(self, failure: Failure, *, now: str) -> None:
+        """§6.2: the run ended with ``failure``; the status says so and keeps what was observed."""
+        self.failure = failure
+        self.status = fail(
+            self.status,
+            generation=self.dgd.metadata.generation,
+            reason=failure.reason,
+            message=failure.message,
+            now=now,
+        )
+
+
+class Program(Protocol):
+    """A workload program: one ordered reconcile of one DGD, run once per DGD reconcile."""
+
+    async def reconcile(self, dgd: DynamoGraphDeployment) -> ProgramResult:
+        """Run every step in order; never raises for an API or child failure (see ``failure``)."""
+        ...

@@ -1,0 +1,179 @@
+"""SyncResource through the port: make one child match what the DGD renders, and say so in an event.
+
+``Syncer.sync`` carries out ``dgd.domain.sync.plan_sync`` against the observation it is given (no
+re-read): create, merge-patch with the observed resourceVersion (a concurrent change is a
+``Conflict``, retried by the next reconcile from fresh state, with no event), or nothing. A create
+that finds the object already there (the cache was behind) syncs against the object as it is.
+Every effective write records its resource-mutation event right after it succeeded; any other
+refused write records a Warning and raises. What the server answered goes into the cache, so the
+next read is never older than the write.
+
+Objects are written as raw JSON, so fields the operator does not model are never dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar, cast
+
+import msgspec
+
+from dgd.actors.cache import Cache
+from dgd.actors.recorder import Recorder
+from dgd.cluster.errors import AlreadyExists, ClusterError, Conflict, NotFound
+from dgd.cluster.protocol import Cluster, Preconditions
+from dgd.cluster.resources import Resource
+from dgd.domain import events
+from dgd.domain.pod_merge import JSON
+from dgd.domain.sync import Create, Keep, Patch, plan_sync
+from dgd.messages.dgd import API_VERSION, KIND, DynamoGraphDeployment
+
+T = TypeVar("T")
+
+
+def owner_reference(dgd: DynamoGraphDeployment) -> JSON:
+    """The controller owner reference every child of ``dgd`` carries."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "name": dgd.metadata.name,
+        "uid": dgd.metadata.uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def as_json(obj: Any) -> JSON:
+    """A Struct or raw JSON object as plain JSON."""
+    if isinstance(obj, dict):
+        return obj
+    out = msgspec.to_builtins(obj)
+    assert isinstance(out, dict)
+    return out
+
+
+def decode(resource: Resource[T], raw: JSON) -> T:
+    """Raw JSON as ``resource`` reads it: its Struct when modelled, else the JSON itself."""
+    if resource.model is None or resource.raw:
+        return cast("T", raw)
+    return cast("T", msgspec.convert(raw, resource.model))
+
+
+def _meta(obj: JSON) -> tuple[str | None, str]:
+    metadata = obj.get("metadata") or {}
+    return metadata.get("namespace"), str(metadata.get("name") or "")
+
+
+class Syncer:
+    """Writes children of DGDs: SyncResource, deletion of children no longer rendered, plain creates."""
+
+    def __init__(self, cluster: Cluster, cache: Cache, recorder: Recorder) -> None:
+        self._cluster = cluster
+        self._cache = cache
+        self._recorder = recorder
+
+    async def sync(
+        self, resource: Resource[T], desired: JSON, live: T | None, *, owner: DynamoGraphDeployment
+    ) -> T:
+        """Make the child ``desired`` names match it, given ``live`` as last observed."""
+        namespace, name = _meta(desired)
+        live_json = as_json(live) if live is not None else None
+        plan = plan_sync(desired, live_json, owner_reference(owner))
+        if isinstance(plan, Keep):
+            assert live is not None
+            return live
+        raw = resource.as_raw()
+        if isinstance(plan, Create):
+            try:
+                written = await self._cluster.create(raw, plan.body)
+            except AlreadyExists:
+                # The cache was behind our own earlier write: sync against the object as it is.
+                fresh = decode(resource, await self._cluster.get(raw.key(namespace, name)))
+                self._cache.observe(resource, fresh)
+                return await self.sync(resource, desired, fresh, owner=owner)
+            except ClusterError as error:
+                await self._recorder.emit(
+                    owner, events.write_failed("Create", resource.kind, namespace, name, str(error))
+                )
+                raise
+            result = decode(resource, written)
+            self._cache.observe(resource, result)
+            await self._recorder.emit(owner, events.created(resource.kind, namespace, name))
+            return result
+        assert isinstance(plan, Patch) and live_json is not None
+        try:
+            written = await self._cluster.patch(raw.key(namespace, name), plan.patch)
+        except Conflict:
+            raise  # changed since observed: the next reconcile syncs from fresh state (no event for a retry)
+        except ClusterError as error:
+            await self._recorder.emit(
+                owner, events.write_failed("Update", resource.kind, namespace, name, str(error))
+            )
+            raise
+        result = decode(resource, written)
+        self._cache.observe(resource, result)
+        before = (live_json.get("metadata") or {}).get("resourceVersion")
+        if (written.get("metadata") or {}).get("resourceVersion") != before:
+            what = (
+                ""
+                if plan.spec
+                else (f"repaired {' and '.join(plan.metadata)}" if plan.metadata else "bookkeeping")
+            )
+            await self._recorder.emit(owner, events.updated(resource.kind, namespace, name, what))
+        return result
+
+    async def create(self, resource: Resource[T], body: JSON, *, owner: DynamoGraphDeployment) -> T | None:
+        """Create ``body`` as it is (no owner reference added, no bookkeeping), with its event.
+
+        ``None`` when an object of that name exists already (someone else created it first).
+        """
+        namespace, name = _meta(body)
+        try:
+            written = await self._cluster.create(resource.as_raw(), body)
+        except AlreadyExists:
+            return None
+        except ClusterError as error:
+            await self._recorder.emit(
+                owner, events.write_failed("Create", resource.kind, namespace, name, str(error))
+            )
+            raise
+        result = decode(resource, written)
+        self._cache.observe(resource, result)
+        await self._recorder.emit(owner, events.created(resource.kind, namespace, name))
+        return result
+
+    async def replace(self, resource: Resource[T], body: JSON, *, owner: DynamoGraphDeployment) -> T:
+        """Replace an object (``body`` carries the resourceVersion it was read at), with its event."""
+        namespace, name = _meta(body)
+        try:
+            written = await self._cluster.replace(resource.as_raw(), body)
+        except ClusterError as error:
+            await self._recorder.emit(
+                owner, events.write_failed("Update", resource.kind, namespace, name, str(error))
+            )
+            raise
+        result = decode(resource, written)
+        self._cache.observe(resource, result)
+        await self._recorder.emit(owner, events.updated(resource.kind, namespace, name))
+        return result
+
+    async def delete(
+        self, resource: Resource[Any], live: Any, *, owner: DynamoGraphDeployment, why: str
+    ) -> None:
+        """Delete the child ``live`` (only that very object: uid precondition), with its event."""
+        obj = as_json(live)
+        namespace, name = _meta(obj)
+        uid = (obj.get("metadata") or {}).get("uid")
+        try:
+            await self._cluster.delete(
+                resource.as_raw().key(namespace, name), preconditions=Preconditions(uid=uid)
+            )
+        except NotFound:
+            self._cache.forget(resource, namespace, name)
+            return
+        except ClusterError as error:
+            await self._recorder.emit(
+                owner, events.write_failed("Delete", resource.kind, namespace, name, str(error))
+            )
+            raise
+        self._cache.forget(resource, namespace, name)
+        await self._recorder.emit(owner, events.deleted(resource.kind, namespace, name, why))

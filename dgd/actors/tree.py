@@ -1,0 +1,140 @@
+"""The operator as one actor tree, for any cluster behind the port (the daemon, the simulation, tests).
+
+``operator_children(cluster, config=..., wall=...)`` returns the child specs to put in an
+``ActorSystem`` (alone, or beside the simulation's world models)::
+
+    /operator                      supervisor, rest_for_one: a restarted DGD supervisor restarts the
+    ├── dgds                       router, which rebuilds every DGD actor from the cache
+    │   └── <namespace>/<name>     DGDActor (transient), with its pathway's children
+    ├── router                     watch event -> DGD key -> nudge; starts and stops DGD actors
+    └── informers                  one informer per watched kind (list+watch -> cache)
+
+``config`` must be the *effective* configuration (``dgd.domain.gates.effective_config``): gates are
+resolved once, before the tree starts, and the Grove kinds are watched only when Grove is on.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from dgd.actors.cache import Cache, Reader
+from dgd.actors.dgd import DGDActor
+from dgd.actors.informer import Informer
+from dgd.actors.primary import PrimaryWriter
+from dgd.actors.recorder import Recorder
+from dgd.actors.router import DEFAULT_RESYNC, Router
+from dgd.actors.runtime import (
+    ChildSpec,
+    DynamicSupervisor,
+    Restart,
+    Strategy,
+    Supervision,
+    Supervisor,
+)
+from dgd.actors.sync import Syncer
+from dgd.cluster.protocol import Cluster
+from dgd.cluster.resources import (
+    CONFIG_MAP,
+    DCD,
+    DGD,
+    INGRESS,
+    PCLQ,
+    PCS,
+    PCSG,
+    ROLE,
+    ROLE_BINDING,
+    SERVICE,
+    SERVICE_ACCOUNT,
+    Resource,
+)
+from dgd.domain.ssh_keys import KeyPair, rsa_key_pair
+from dgd.messages.config import OperatorConfig
+
+OPERATOR = "/operator"
+DGDS = f"{OPERATOR}/dgds"
+ROUTER = f"{OPERATOR}/router"
+INFORMERS = f"{OPERATOR}/informers"
+
+#: The kinds every operator watches; the Grove kinds are added when the Grove gate is on.
+WATCHED: tuple[Resource[Any], ...] = (
+    DGD,
+    DCD,
+    SERVICE,
+    INGRESS,
+    CONFIG_MAP,
+    SERVICE_ACCOUNT,
+    ROLE,
+    ROLE_BINDING,
+)
+GROVE_WATCHED: tuple[Resource[Any], ...] = (PCS, PCLQ, PCSG)
+
+#: DGD actors may be restarted often (one per DGD): the supervisor above them tolerates many.
+DGDS_SUPERVISION = Supervision(Strategy.ONE_FOR_ONE, intensity=1000, period=60.0)
+
+
+def secure_keys() -> KeyPair:
+    """An MPI SSH key pair from the operating system's random source (the daemon's choice)."""
+    return rsa_key_pair(random.SystemRandom())
+
+
+def watched(config: OperatorConfig) -> tuple[Resource[Any], ...]:
+    """The kinds this configuration's operator watches."""
+    return WATCHED + (GROVE_WATCHED if config.orchestrators.grove.enabled is True else ())
+
+
+def operator_children(
+    cluster: Cluster,
+    *,
+    config: OperatorConfig,
+    wall: Callable[[], float],
+    instance: str = "dgd-operator",
+    keys: Callable[[], KeyPair] = secure_keys,
+    resync: float | None = DEFAULT_RESYNC,
+    cache: Cache | None = None,
+) -> Sequence[ChildSpec[Any]]:
+    """The operator's actor tree (see the module); ``wall`` gives seconds since the epoch for
+    timestamps; ``cache`` may be passed in to look at what the operator sees (tests)."""
+    shared = cache if cache is not None else Cache()
+    reader = Reader(cluster, shared)
+    recorder = Recorder(cluster, instance=instance, now=wall)
+    syncer = Syncer(cluster, shared, recorder)
+    primary = PrimaryWriter(cluster, shared)
+    namespace = config.namespace.restricted or None
+    kinds = watched(config)
+
+    def dgd_actor(namespace: str, name: str) -> ChildSpec[Any]:
+        def build() -> DGDActor:
+            return DGDActor(
+                namespace, name, cluster=cluster, reader=reader, syncer=syncer, primary=primary,
+                recorder=recorder, config=config, wall=wall, keys=keys,
+            )  # fmt: skip
+
+        return ChildSpec(f"{namespace}/{name}", build, Restart.TRANSIENT, shutdown=10.0)
+
+    def informer(resource: Resource[Any]) -> ChildSpec[Any]:
+        def build() -> Informer:
+            return Informer(resource, cluster=cluster, cache=shared, router=ROUTER, namespace=namespace)
+
+        return ChildSpec(resource.plural, build, Restart.PERMANENT, shutdown=0.0)
+
+    def router() -> Router:
+        return Router(
+            cache=shared, dgds=DGDS, spawn=dgd_actor, informers={str(k) for k in kinds}, resync=resync
+        )
+
+    def informers() -> Supervisor:
+        return Supervisor([informer(kind) for kind in kinds], Supervision(intensity=20, period=60.0))
+
+    def operator() -> Supervisor:
+        return Supervisor(
+            [
+                ChildSpec("dgds", lambda: DynamicSupervisor(DGDS_SUPERVISION), shutdown=30.0),
+                ChildSpec("router", router),
+                ChildSpec("informers", informers, shutdown=5.0),
+            ],
+            Supervision(Strategy.REST_FOR_ONE, intensity=10, period=60.0),
+        )
+
+    return [ChildSpec(OPERATOR[1:], operator, shutdown=60.0)]

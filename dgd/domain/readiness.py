@@ -1,0 +1,317 @@
+"""Grove readiness and component status (dgd-domain §9.6), from one observation of the children.
+
+``observe_podclique`` and ``observe_pcsg`` classify one child (absent: ``None``) in upstream's
+decision order; ``grove_readiness`` aggregates them with the PodCliqueSet that was synced, and
+decides each component's runtime namespace. Workers move to a new (hash-suffixed) runtime namespace
+together, only once Grove accepted the current PodCliqueSet revision and every worker child
+completed it; until then they keep the namespace the status already reports.
+
+Not-ready reasons keep upstream's wording, so users and dashboards read the same messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+import msgspec
+
+from dgd.domain.metadata_keys import COMPONENT, WORKER_HASH
+from dgd.domain.naming import dynamo_namespace
+from dgd.domain.render_pcs import graph_pcs_name
+from dgd.domain.roles import uses_pcsg
+from dgd.messages.component import WORKER_TYPES, ComponentSpec
+from dgd.messages.dgd import ComponentKind, ComponentReplicaStatus, DynamoGraphDeployment
+from dgd.messages.grove import PodClique, PodCliqueScalingGroup, PodCliqueSet
+from dgd.messages.meta import Condition
+
+# Ready reasons a Grove child can imply (§14.1).
+SOME_NOT_READY = "some_resources_are_not_ready"
+INSUFFICIENT_CAPACITY = "insufficient_capacity"
+UPDATING = "updating"
+PODS_NOT_READY = "pods_not_ready"
+MIXED = "mixed_not_ready_reasons"
+
+_PODCLIQUE_SCHEDULED = "PodCliqueScheduled"
+_INSUFFICIENT_SCHEDULED_PODS = "InsufficientScheduledPods"
+_MIN_AVAILABLE_BREACHED = "MinAvailableBreached"
+# Grove alpha.8 reports a PCSG scheduling shortfall with status False and this reason (§21 item 14).
+_INSUFFICIENT_SCHEDULED_PCSG = "InsufficientScheduledPodCliqueScalingGroupReplicas"
+
+
+class Revision(msgspec.Struct, frozen=True):
+    """What one child says about the PodCliqueSet revision it runs."""
+
+    generation_observed: bool = False
+    pcs_hash: str | None = None
+    replicas: int = 0
+    updated: int = 0
+    desired: int = 0
+    update_in_progress: bool = False
+    update_ended: bool = False
+
+    def completed(self, accepted: str | None) -> bool:
+        """Whether this child finished the accepted PodCliqueSet revision."""
+        return (
+            accepted is not None
+            and self.generation_observed
+            and self.pcs_hash == accepted
+            and self.replicas == self.desired
+            and self.updated == self.desired
+            and (not self.update_in_progress or self.update_ended)
+        )
+
+
+class ChildReadiness(msgspec.Struct, frozen=True):
+    """One Grove child of a component: ready or why not, the Ready reason it implies, its status."""
+
+    ready: bool
+    reason: str
+    classification: str
+    status: ComponentReplicaStatus
+    revision: Revision = Revision()
+
+
+def child_name(dgd: DynamoGraphDeployment, component: ComponentSpec) -> str:
+    """The PodClique or PCSG Grove creates for a component: ``<pcs>-0-<lowercase component>``."""
+    return f"{graph_pcs_name(dgd)}-0-{component.name.lower()}"
+
+
+def _condition(conditions: list[Condition] | None, kind: str) -> Condition | None:
+    return next((c for c in conditions or () if c.type == kind), None)
+
+
+def observe_podclique(name: str, pclq: PodClique | None) -> ChildReadiness:
+    """Classify a PodClique (§9.6 decision order)."""
+    if pclq is None:
+        status = ComponentReplicaStatus(
+            component_kind="PodClique", replicas=0, updated_replicas=0, component_names=[name]
+        )
+        return ChildReadiness(False, "resource not found", SOME_NOT_READY, status)
+    observed = pclq.status
+    desired = pclq.spec.replicas
+    replicas = observed.replicas or 0 if observed else 0
+    updated = observed.updated_replicas if observed else 0
+    ready = observed.ready_replicas if observed else 0
+    generation = pclq.metadata.generation or 0
+    observed_generation = observed.observed_generation if observed else None
+    progress = observed.update_progress if observed else None
+    revision = Revision(
+        generation_observed=observed_generation is not None and observed_generation >= generation,
+        pcs_hash=observed.current_pod_clique_set_generation_hash if observed else None,
+        replicas=replicas,
+        updated=updated,
+        desired=desired,
+        update_in_progress=progress is not None,
+        update_ended=progress is not None and progress.update_ended_at is not None,
+    )
+    status = ComponentReplicaStatus(
+        component_kind="PodClique", replicas=replicas, updated_replicas=updated, component_names=[name],
+        ready_replicas=ready,
+    )  # fmt: skip
+
+    def verdict(is_ready: bool, reason: str = "", classification: str = "") -> ChildReadiness:
+        return ChildReadiness(is_ready, reason, classification, status, revision)
+
+    if observed_generation is None:
+        return verdict(False, "observedGeneration is nil", SOME_NOT_READY)
+    if observed_generation < generation:
+        why = f"spec not yet processed: generation={generation}, observedGeneration={observed_generation}"
+        return verdict(False, why, SOME_NOT_READY)
+    scheduled = observed.scheduled_replicas if observed else 0
+    status = msgspec.structs.replace(status, scheduled_replicas=scheduled)
+    if desired == 0 or (replicas == desired and updated == desired and ready == desired):
+        return verdict(True)
+    gated = observed.schedule_gated_replicas if observed else 0
+    if gated > 0:
+        return verdict(False, f"schedule-gated replicas: {gated}", INSUFFICIENT_CAPACITY)
+    condition = _condition(observed.conditions if observed else None, _PODCLIQUE_SCHEDULED)
+    if (
+        condition is not None
+        and condition.status == "False"
+        and condition.reason == _INSUFFICIENT_SCHEDULED_PODS
+    ):
+        return verdict(
+            False, f"scheduling condition {condition.reason}: {condition.message}", INSUFFICIENT_CAPACITY
+        )
+    if 0 < scheduled < desired:
+        return verdict(
+            False, f"insufficient scheduled replicas: scheduled={scheduled}/{desired}", INSUFFICIENT_CAPACITY
+        )
+    return _rollout_verdict(verdict, desired, updated, replicas, f"scheduled but ready={ready}/{desired}")
+
+
+def observe_pcsg(name: str, pcsg: PodCliqueScalingGroup | None) -> ChildReadiness:
+    """Classify a PodCliqueScalingGroup (§9.6: available instead of ready, no gated count)."""
+    kind: ComponentKind = "PodCliqueScalingGroup"
+    if pcsg is None:
+        status = ComponentReplicaStatus(
+            component_kind=kind, replicas=0, updated_replicas=0, component_names=[name]
+        )
+        return ChildReadiness(False, "resource not found", SOME_NOT_READY, status)
+    observed = pcsg.status
+    desired = pcsg.spec.replicas
+    replicas = observed.replicas or 0 if observed else 0
+    updated = observed.updated_replicas if observed else 0
+    available = observed.available_replicas if observed else 0
+    generation = pcsg.metadata.generation or 0
+    observed_generation = observed.observed_generation if observed else None
+    progress = observed.update_progress if observed else None
+    revision = Revision(
+        generation_observed=observed_generation is not None and observed_generation >= generation,
+        pcs_hash=observed.current_pod_clique_set_generation_hash if observed else None,
+        replicas=replicas,
+        updated=updated,
+        desired=desired,
+        update_in_progress=progress is not None,
+        update_ended=progress is not None and progress.update_ended_at is not None,
+    )
+    status = ComponentReplicaStatus(
+        component_kind=kind, replicas=replicas, updated_replicas=updated, component_names=[name],
+        available_replicas=available,
+    )  # fmt: skip
+
+    def verdict(is_ready: bool, reason: str = "", classification: str = "") -> ChildReadiness:
+        return ChildReadiness(is_ready, reason, classification, status, revision)
+
+    if observed_generation is None:
+        return verdict(False, "observedGeneration is nil", SOME_NOT_READY)
+    if observed_generation < generation:
+        why = f"spec not yet processed: generation={generation}, observedGeneration={observed_generation}"
+        return verdict(False, why, SOME_NOT_READY)
+    scheduled = observed.scheduled_replicas if observed else 0
+    status = msgspec.structs.replace(status, scheduled_replicas=scheduled)
+    if desired == 0 or (replicas == desired and updated == desired and available == desired):
+        return verdict(True)
+    condition = _condition(observed.conditions if observed else None, _MIN_AVAILABLE_BREACHED)
+    if (
+        condition is not None
+        and condition.status == "False"
+        and condition.reason == _INSUFFICIENT_SCHEDULED_PCSG
+    ):
+        why = f"min-available breached ({condition.reason}): {condition.message}"
+        return verdict(False, why, INSUFFICIENT_CAPACITY)
+    if 0 < scheduled < desired:
+        return verdict(
+            False, f"insufficient scheduled replicas: scheduled={scheduled}/{desired}", INSUFFICIENT_CAPACITY
+        )
+    return _rollout_verdict(
+        verdict, desired, updated, replicas, f"scheduled but available={available}/{desired}"
+    )
+
+
+def _rollout_verdict(
+    verdict: _Verdict, desired: int, updated: int, replicas: int, not_ready: str
+) -> ChildReadiness:
+    # Scheduled: still rolling out, or rolled out and waiting for pods.
+    if updated != desired:
+        return verdict(False, f"desired={desired}, updated={updated}", UPDATING)
+    if replicas != desired:
+        return verdict(False, f"performing rolling update: desired={desired}, replicas={replicas}", UPDATING)
+    return verdict(False, not_ready, PODS_NOT_READY)
+
+
+class _Verdict(Protocol):
+    def __call__(self, is_ready: bool, reason: str = "", classification: str = "") -> ChildReadiness: ...
+
+
+class GroveReadiness(msgspec.Struct, frozen=True):
+    """The whole graph on Grove: ready, the Ready reason it implies, why not, component statuses."""
+
+    ready: bool
+    classification: str
+    message: str
+    components: dict[str, ComponentReplicaStatus]
+
+
+class InconsistentRevision(ValueError):
+    """The accepted PodCliqueSet revision mixes worker hashes: the runtime namespace is undecidable."""
+
+
+def grove_readiness(
+    dgd: DynamoGraphDeployment,
+    pcs: PodCliqueSet | None,
+    children: Mapping[str, ChildReadiness],
+) -> GroveReadiness:
+    """Aggregate the children of every component (``children`` by component name)."""
+    components = dgd.spec.components or []
+    not_ready: list[str] = []
+    classification = ""
+    for component in components:
+        child = children[component.name]
+        if child.ready:
+            continue
+        not_ready.append(f"{component.name}: {child.reason}")
+        if not classification:
+            classification = child.classification
+        elif classification != child.classification:
+            classification = MIXED
+    namespaces = _runtime_namespaces(dgd, pcs, children)
+    statuses = {
+        c.name: msgspec.structs.replace(children[c.name].status, runtime_namespace=namespaces[c.name])
+        for c in components
+    }
+    if not_ready:
+        return GroveReadiness(False, classification, "; ".join(not_ready), statuses)
+    return GroveReadiness(True, "", "", statuses)
+
+
+def child_kind(component: ComponentSpec) -> str:
+    """``PodCliqueScalingGroup`` for a component Grove scales as a group, else ``PodClique``."""
+    return "PodCliqueScalingGroup" if uses_pcsg(component) else "PodClique"
+
+
+def _accepted_revision(pcs: PodCliqueSet | None) -> str | None:
+    if pcs is None or pcs.status is None:
+        return None
+    observed = pcs.status.observed_generation
+    if observed is None or observed != pcs.metadata.generation:
+        return None
+    return pcs.status.current_generation_hash
+
+
+def _runtime_namespaces(
+    dgd: DynamoGraphDeployment, pcs: PodCliqueSet | None, children: Mapping[str, ChildReadiness]
+) -> dict[str, str | None]:
+    namespace, name = dgd.metadata.namespace or "", dgd.metadata.name or ""
+    previous = (dgd.status.components if dgd.status is not None else None) or {}
+    accepted = _accepted_revision(pcs)
+    workers = [c for c in dgd.spec.components or [] if c.type in WORKER_TYPES]
+    suffix = _accepted_worker_hash(pcs, workers, accepted)
+    cut_over = bool(workers) and all(children[c.name].revision.completed(accepted) for c in workers)
+    out: dict[str, str | None] = {}
+    for component in dgd.spec.components or []:
+        base = dynamo_namespace(namespace, name, global_namespace=bool(component.global_dynamo_namespace))
+        if component.type not in WORKER_TYPES:
+            out[component.name] = base
+        elif accepted is None or not cut_over:
+            before = previous.get(component.name)
+            out[component.name] = before.runtime_namespace if before is not None else None
+        else:
+            out[component.name] = f"{base}-{suffix}" if suffix else base
+    return out
+
+
+def _accepted_worker_hash(
+    pcs: PodCliqueSet | None, workers: list[ComponentSpec], accepted: str | None
+) -> str:
+    """The worker hash rendered into the accepted revision ("" when its workers are unsuffixed)."""
+    if accepted is None or pcs is None:
+        return ""
+    hashes: set[str] = set()
+    for component in workers:
+        clique = next(
+            (c for c in pcs.spec.template.cliques if (c.labels or {}).get(COMPONENT) == component.name), None
+        )
+        if clique is None:
+            raise InconsistentRevision(
+                f"accepted Grove PodCliqueSet revision {accepted!r} has no worker clique for component "
+                f"{component.name!r}"
+            )
+        hashes.add((clique.labels or {}).get(WORKER_HASH, ""))
+    if len(hashes) > 1:
+        what = (
+            "mixes suffixed and legacy worker cliques" if "" in hashes else "has inconsistent worker hashes"
+        )
+        raise InconsistentRevision(f"accepted Grove PodCliqueSet revision {accepted!r} {what}")
+    return hashes.pop() if hashes else ""

@@ -1,0 +1,171 @@
+"""SyncResource (dgd-domain §7) as a decision: what to write so a child matches what the DGD wants.
+
+``plan_sync(desired, live, owner)`` compares the rendered object with the one that exists (both as
+JSON) and answers ``Create``, ``Patch`` or ``Keep``. Its rules are upstream's, with one departure
+(``docs/decisions.md``):
+
+* Create: the desired object with a controller owner reference to the DGD and the bookkeeping
+  annotations ``nvidia.com/last-applied-hash`` (SHA-256 of the spec, keys sorted) and
+  ``nvidia.com/last-applied-generation=1``.
+* Update when the hash annotation is missing or differs, the generation annotation is missing or
+  unparsable, or the live generation is newer than the one last applied (someone else edited it):
+  only the bookkeeping annotations when the live spec already matches (fields the API server
+  defaulted are not differences), otherwise the spec, as a merge patch from the live spec to the
+  desired one, with generation annotation = live generation + 1.
+* **Departure**: labels and annotations the operator renders are repaired when they drift (a merge
+  patch of just those keys); keys it does not render are left alone. Upstream applies metadata only
+  at create time.
+* Keep: nothing to write; no event either.
+
+A kind without ``spec`` (ConfigMap, ServiceAccount, RBAC) is compared on every top-level field but
+``apiVersion``, ``kind``, ``metadata`` and ``status``. Every patch carries the live
+resourceVersion, so a concurrent change is a conflict, never a lost update.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import msgspec
+
+from dgd.domain.pod_merge import JSON
+
+LAST_APPLIED_HASH = "nvidia.com/last-applied-hash"
+LAST_APPLIED_GENERATION = "nvidia.com/last-applied-generation"
+_BOOKKEEPING = frozenset({LAST_APPLIED_HASH, LAST_APPLIED_GENERATION})
+_ENVELOPE = frozenset({"apiVersion", "kind", "metadata", "status"})
+
+
+class Create(msgspec.Struct, frozen=True):
+    """Create ``body``."""
+
+    body: JSON
+
+
+class Patch(msgspec.Struct, frozen=True):
+    """Merge-patch the live object (``patch`` carries its resourceVersion); ``spec`` when the spec changes,
+    ``metadata`` naming the drifted metadata repaired (``labels``, ``annotations``)."""
+
+    patch: JSON
+    spec: bool
+    metadata: tuple[str, ...] = ()
+
+
+class Keep(msgspec.Struct, frozen=True):
+    """The live object is as desired: write nothing."""
+
+
+SyncPlan = Create | Patch | Keep
+
+
+def body(obj: JSON) -> JSON:
+    """What SyncResource owns of an object: its ``spec``, or every non-envelope field when it has none."""
+    if "spec" in obj:
+        return {"spec": obj["spec"]}
+    return {key: value for key, value in obj.items() if key not in _ENVELOPE}
+
+
+def content_hash(obj: JSON) -> str:
+    """SHA-256 hex of the owned content as JSON with keys sorted recursively."""
+    owned = obj["spec"] if "spec" in obj else body(obj)
+    canonical = json.dumps(owned, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def covers(desired: Any, live: Any) -> bool:
+    """Whether ``live`` has every value ``desired`` sets (API-server defaults are not differences).
+
+    Maps compare key by key on the desired keys; lists element by element, same length; scalars by
+    value. (Kubernetes' ``equality.Semantic.DeepDerivative``.)
+    """
+    if isinstance(desired, dict):
+        if not isinstance(live, dict):
+            return not desired
+        return all(covers(value, live.get(key)) for key, value in desired.items())
+    if isinstance(desired, list):
+        return isinstance(live, list) and len(desired) == len(live) and all(map(covers, desired, live))
+    if desired is None:
+        return True
+    return bool(desired == live)
+
+
+def _generation(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def plan_sync(desired: JSON, live: JSON | None, owner: JSON) -> SyncPlan:
+    """What to write so the child named by ``desired`` matches it (``owner``: an ownerReference)."""
+    digest = content_hash(desired)
+    if live is None:
+        created = json.loads(json.dumps(desired))
+        metadata = created.setdefault("metadata", {})
+        metadata["ownerReferences"] = [owner]
+        metadata["annotations"] = {
+            **(metadata.get("annotations") or {}),
+            LAST_APPLIED_HASH: digest,
+            LAST_APPLIED_GENERATION: "1",
+        }
+        return Create(created)
+    live_meta: JSON = live.get("metadata") or {}
+    live_annotations: dict[str, str] = live_meta.get("annotations") or {}
+    live_generation = int(live_meta.get("generation") or 0)
+    applied = _generation(live_annotations.get(LAST_APPLIED_GENERATION))
+    stale = live_annotations.get(LAST_APPLIED_HASH) != digest or applied is None or live_generation > applied
+    patch: JSON = {}
+    annotations: dict[str, Any] = {}
+    spec_changed = False
+    if stale:
+        wanted, current = body(desired), body(live)
+        if covers(wanted, current):
+            generation = live_generation
+        else:
+            patch.update(_merge_patch(current, wanted))
+            spec_changed = True
+            generation = live_generation + 1
+        annotations.update({LAST_APPLIED_HASH: digest, LAST_APPLIED_GENERATION: str(generation)})
+    # Departure: metadata the operator renders converges too (its own keys only).
+    desired_meta: JSON = desired.get("metadata") or {}
+    drifted: list[str] = []
+    labels = _drift(desired_meta.get("labels"), live_meta.get("labels"))
+    if labels:
+        drifted.append("labels")
+    wanted_annotations = {
+        k: v for k, v in (desired_meta.get("annotations") or {}).items() if k not in _BOOKKEEPING
+    }
+    annotation_drift = _drift(wanted_annotations, live_annotations)
+    if annotation_drift:
+        drifted.append("annotations")
+    annotations = {**annotation_drift, **annotations}
+    meta_patch: JSON = {}
+    if labels:
+        meta_patch["labels"] = labels
+    if annotations:
+        meta_patch["annotations"] = annotations
+    if not meta_patch and not patch:
+        return Keep()
+    meta_patch["resourceVersion"] = live_meta.get("resourceVersion")
+    patch["metadata"] = meta_patch
+    return Patch(patch, spec_changed, tuple(drifted))
+
+
+def _drift(wanted: dict[str, str] | None, live: dict[str, str] | None) -> dict[str, str]:
+    live = live or {}
+    return {key: value for key, value in (wanted or {}).items() if live.get(key) != value}
+
+
+def _merge_patch(live: Any, desired: Any) -> Any:
+    """The RFC 7386 merge patch from ``live`` to ``desired`` (``null`` removes; lists replace whole)."""
+    if not isinstance(live, dict) or not isinstance(desired, dict):
+        return desired
+    out: JSON = {key: None for key in live.keys() - desired.keys()}
+    for key, value in desired.items():
+        if key not in live:
+            out[key] = value
+        elif live[key] != value:
+            out[key] = _merge_patch(live[key], value)
+    return dict(sorted(out.items()))

@@ -1,0 +1,53 @@
+"""Worker-hash bookkeeping on pathways without a managed rollout: Grove (dgd-domain §12.1, §12.7).
+
+The DGD records the worker generation it runs in two controller-owned annotations:
+``nvidia.com/current-worker-hash-v2`` (the v2 hash) and the legacy ``nvidia.com/current-worker-hash``.
+On Grove the plan is computed before rendering (a changed generation turns on the worker-hash
+suffix of the PodCliqueSet) and committed only after the PodCliqueSet write succeeded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import msgspec
+
+CURRENT_WORKER_HASH = "nvidia.com/current-worker-hash"
+CURRENT_WORKER_HASH_V2 = "nvidia.com/current-worker-hash-v2"
+LEGACY = "legacy"
+
+
+class WorkerHashPlan(msgspec.Struct, frozen=True):
+    """The annotations to write (a merge patch: ``None`` removes; empty: nothing to write), and whether
+    the worker generation changed (which Grove rolls natively, with a ``RollingUpdateNotSupported``
+    warning)."""
+
+    annotations: dict[str, str | None]
+    changed: bool = False
+
+
+def migration(annotations: Mapping[str, str], desired: str) -> dict[str, str | None]:
+    """§12.1 migration: a v1-only DGD (not ``legacy``) records v2 = the desired hash, keeping v1."""
+    v1, v2 = annotations.get(CURRENT_WORKER_HASH), annotations.get(CURRENT_WORKER_HASH_V2)
+    if v1 and not v2 and v1 != LEGACY:
+        return {CURRENT_WORKER_HASH_V2: desired}
+    return {}
+
+
+def _matches(annotations: Mapping[str, str], desired: str) -> bool:
+    v1, v2 = annotations.get(CURRENT_WORKER_HASH), annotations.get(CURRENT_WORKER_HASH_V2)
+    if v2:
+        return v2 == desired
+    desired_v1 = desired if v1 == LEGACY else v1
+    return v1 == desired_v1
+
+
+def plan_unmanaged(annotations: Mapping[str, str], desired: str) -> WorkerHashPlan:
+    """§12.7 plan: initialize when nothing is recorded; a completed generation when it changed."""
+    v1, v2 = annotations.get(CURRENT_WORKER_HASH), annotations.get(CURRENT_WORKER_HASH_V2)
+    if not v1 and not v2:
+        return WorkerHashPlan({CURRENT_WORKER_HASH_V2: desired})
+    if _matches(annotations, desired):
+        return WorkerHashPlan({})
+    # A completed generation on v2: the legacy v1 name is dropped.
+    return WorkerHashPlan({CURRENT_WORKER_HASH_V2: desired, CURRENT_WORKER_HASH: None}, changed=True)

@@ -1,0 +1,129 @@
+"""The operator on the simulated cluster, for scenario tests: apply, wait, look.
+
+``on_stage(settings)`` starts a ``SimulatedCluster`` with the operator's actor tree beside the world
+models (simulated Grove, scheduler, kubelets), on the virtual clock the scenario conftest provides.
+``Stage`` applies manifests as a user would, waits in cluster time, and reads what a user would
+read: the DGD status and the events about it, in the order they were recorded. ``writes`` counts
+every mutating API call the *operator* made (the world models use a client of their own).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import yaml
+
+from dgd.actors.dgd import Nudge
+from dgd.actors.runtime import Ref
+from dgd.actors.tree import DGDS, operator_children
+from dgd.cluster.faults import Delay, FaultRule
+from dgd.cluster.protocol import Cluster
+from dgd.cluster.resources import DGD, EVENT
+from dgd.domain.conversion import dgd_to_v1beta1
+from dgd.domain.gates import effective_config, resolve_gates, served_apis
+from dgd.domain.ssh_keys import rsa_key_pair
+from dgd.messages.config import OperatorConfig
+from dgd.messages.dgd import DynamoGraphDeployment
+from dgd.sim import SimulatedCluster, WorldSettings
+from tests.upstream import UPSTREAM
+
+NS = "default"
+
+
+def upstream(path: str) -> dict[str, Any]:
+    """The first DGD of an upstream file (relative to ``../shared/upstream``), as v1beta1."""
+    with (UPSTREAM / path).open(encoding="utf-8") as f:
+        documents = [
+            d
+            for d in yaml.safe_load_all(f)
+            if isinstance(d, dict) and d.get("kind") == "DynamoGraphDeployment"
+        ]
+    return v1beta1(documents[0])
+
+
+def v1beta1(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` converted if it is v1alpha1, in namespace ``default`` unless it names one."""
+    if document.get("apiVersion") == "nvidia.com/v1alpha1":
+        document = dgd_to_v1beta1(document)
+    document["metadata"]["namespace"] = document["metadata"].get("namespace") or NS
+    return document
+
+
+class Stage:
+    """A running simulated cluster with the operator, and what a scenario reads from it."""
+
+    def __init__(self, sim: SimulatedCluster, writes: FaultRule) -> None:
+        self.sim = sim
+        self._writes = writes
+        #: The user's own client ("kubectl"): its writes are not the operator's.
+        self.user = sim.cluster.client()
+
+    @property
+    def writes(self) -> int:
+        """Mutating API calls the operator made so far."""
+        return self._writes.fired
+
+    async def apply(self, document: dict[str, Any]) -> str:
+        """Store a DGD manifest; returns its name."""
+        await self.user.create(DGD.as_raw(), document)
+        return str(document["metadata"]["name"])
+
+    async def dgd(self, name: str, namespace: str = NS) -> DynamoGraphDeployment:
+        return await self.sim.cluster.get(DGD.key(namespace, name))
+
+    async def until(
+        self, name: str, check: Callable[[DynamoGraphDeployment], bool], *, timeout: float = 600.0
+    ) -> float:
+        """Cluster seconds until ``check`` holds for the DGD ``name`` (``TimeoutError`` otherwise)."""
+
+        async def holds() -> bool:
+            return check(await self.dgd(name))
+
+        return await self.sim.until(holds, timeout=timeout)
+
+    async def until_state(self, name: str, state: str, *, timeout: float = 600.0) -> float:
+        return await self.until(
+            name, lambda d: d.status is not None and d.status.state == state, timeout=timeout
+        )
+
+    async def events(self, name: str, namespace: str = NS) -> list[tuple[str, str, str]]:
+        """(type, reason, note) of every event about the DGD ``name``, in the order recorded."""
+        listed = (await self.sim.cluster.list(EVENT, namespace=namespace)).items
+        mine = [e for e in listed if e.regarding is not None and e.regarding.name == name]
+        mine.sort(key=lambda e: int(e.metadata.resource_version or 0))
+        return [(e.type or "", e.reason or "", e.note or "") for e in mine]
+
+    def nudge(self, name: str, namespace: str = NS) -> None:
+        """Wake the DGD's actor, as a watch event would."""
+        actor: Ref[Nudge] = self.sim.system.ref(f"{DGDS}/{namespace}/{name}")
+        actor.tell_nowait(Nudge())
+
+
+@asynccontextmanager
+async def on_stage(
+    settings: WorldSettings | None = None, *, seed: int = 0, config: OperatorConfig | None = None
+) -> AsyncIterator[Stage]:
+    """The simulated cluster with the operator running on it (see the module)."""
+    operator_config = config or OperatorConfig()
+    holder: list[SimulatedCluster] = []
+
+    def operator(cluster: Cluster) -> Any:
+        sim = holder[0]
+        gates = resolve_gates(operator_config, served_apis(sim.discovery.group_versions))
+        keys = random.Random(seed)
+        return operator_children(
+            cluster,
+            config=effective_config(operator_config, gates),
+            wall=sim.now,
+            keys=lambda: rsa_key_pair(keys),
+        )
+
+    sim = SimulatedCluster(settings or WorldSettings(), seed=seed, config=operator_config, operator=operator)
+    holder.append(sim)
+    async with sim:
+        # Counts the operator's writes: a rule that fires on each of them and does nothing.
+        writes = sim.cluster.faults.add(Delay(0.0), verb=("create", "update", "patch", "delete"))
+        yield Stage(sim, writes)
