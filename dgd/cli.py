@@ -118,15 +118,26 @@ def _read(name: str) -> str:
     return Path(name).read_text(encoding="utf-8")
 
 
+def _shown(name: str) -> str:
+    return "<stdin>" if name == "-" else name
+
+
+def _load(name: str, out: TextIO) -> list[Any] | None:
+    """The documents of a manifest file (``-``: standard input), or ``None`` after printing why not."""
+    try:
+        return load_manifests(_read(name))
+    except (OSError, UnicodeDecodeError, ManifestError) as exc:
+        print(f"{_shown(name)}: error: {_reason(exc)}", file=out)
+        return None
+
+
 def _validate(args: argparse.Namespace) -> int:
     out: TextIO = sys.stdout
     counts = {"valid": 0, "invalid": 0, "skipped": 0}
     for name in args.files:
-        shown = "<stdin>" if name == "-" else name
-        try:
-            documents = load_manifests(_read(name))
-        except (OSError, UnicodeDecodeError, ManifestError) as exc:
-            print(f"{shown}: error: {_reason(exc)}", file=out)
+        shown = _shown(name)
+        documents = _load(name, out)
+        if documents is None:
             counts["invalid"] += 1
             continue
         for index, document in enumerate(documents):
@@ -149,11 +160,9 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _convert(args: argparse.Namespace) -> int:
-    shown = "<stdin>" if args.file == "-" else args.file
-    try:
-        documents = load_manifests(_read(args.file))
-    except (OSError, UnicodeDecodeError, ManifestError) as exc:
-        print(f"{shown}: error: {_reason(exc)}", file=sys.stderr)
+    shown = _shown(args.file)
+    documents = _load(args.file, sys.stderr)
+    if documents is None:
         return EXIT_INVALID
     converted: list[Any] = []
     failed = False
@@ -173,16 +182,14 @@ def _convert(args: argparse.Namespace) -> int:
 
 
 def _render(args: argparse.Namespace) -> int:
-    shown = "<stdin>" if args.file == "-" else args.file
+    shown = _shown(args.file)
     try:
         config = load_config(args.config.read_text(encoding="utf-8")) if args.config else OperatorConfig()
     except (OSError, UnicodeDecodeError, ConfigError) as exc:
         print(f"{args.config}: error: {_reason(exc)}", file=sys.stderr)
         return EXIT_INVALID
-    try:
-        documents = load_manifests(_read(args.file))
-    except (OSError, UnicodeDecodeError, ManifestError) as exc:
-        print(f"{shown}: error: {_reason(exc)}", file=sys.stderr)
+    documents = _load(args.file, sys.stderr)
+    if documents is None:
         return EXIT_INVALID
     rendered: list[Any] = []
     failed = False

@@ -222,7 +222,7 @@ class MemoryCluster:
         if not metadata.get("name") and not metadata.get("generateName"):
             metadata["name"] = f"{regarding.get('name') or 'event'}.{self._server.rng.getrandbits(64):016x}"
         data.setdefault("eventTime", rfc3339_micro(self._clock()))
-        await self._request("create", EVENT, namespace=metadata["namespace"], name=metadata["name"])
+        await self._request("create", EVENT, namespace=metadata["namespace"], name=metadata.get("name"))
         return EVENT.decode(self._server.create(EVENT, data).blob)
 
     async def list(

@@ -8,6 +8,7 @@ import pytest
 from dgd.cluster.errors import Invalid
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import DGD, EVENT
+from dgd.messages.meta import ObjectMeta
 from tests.conformance.builders import NS, dgd, event
 
 pytestmark = pytest.mark.anyio
@@ -26,6 +27,18 @@ async def test_emitted_event_is_stored_with_a_name_and_event_time(cluster: Clust
     assert first.metadata.namespace == NS
     assert first.event_time is not None and first.event_time.endswith("Z") and "." in first.event_time
     assert await cluster.get(EVENT.key(NS, first.metadata.name)) == first
+
+
+async def test_emitted_event_with_generate_name_gets_a_generated_name(cluster: Cluster) -> None:
+    """An Event sent with ``metadata.generateName`` and no name is named by the server from that prefix."""
+    graph = await cluster.create(DGD, dgd("graph"))
+    given = event(graph)
+
+    emitted = await cluster.emit(msgspec.structs.replace(given, metadata=ObjectMeta(generate_name="graph.")))
+
+    assert emitted.metadata.name is not None and emitted.metadata.name.startswith("graph.")
+    assert len(emitted.metadata.name) > len("graph.")
+    assert await cluster.get(EVENT.key(NS, emitted.metadata.name)) == emitted
 
 
 async def test_events_are_listed_and_watched_like_objects(cluster: Cluster) -> None:

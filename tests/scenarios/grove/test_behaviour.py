@@ -232,3 +232,52 @@ async def test_an_unsupported_provider_value_fails_terminally() -> None:
         )
         assert stage.writes == writes
         assert (await stage.user.list(PCS, namespace=NS)).items == []
+
+
+async def test_a_worker_spec_change_is_rolled_by_grove_with_one_warning_and_a_namespace_cutover() -> None:
+    async with on_stage() as stage:
+        # given the aggregated graph, successful, its worker in the namespace of its worker hash
+        name = await stage.apply(upstream(AGG))
+        await stage.until_state(name, "successful")
+        before = await stage.dgd(name)
+        old_hash = (before.metadata.annotations or {})["nvidia.com/current-worker-hash-v2"]
+
+        # when the worker's image changes
+        spec = msgspec.to_builtins(before.spec)
+        worker = next(c for c in spec["components"] if c["name"] == "VllmDecodeWorker")
+        worker["podTemplate"]["spec"]["containers"][0]["image"] = (
+            "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.1"
+        )
+        edited = msgspec.structs.replace(before, spec=msgspec.convert(spec, type(before.spec)))
+        await stage.user.replace(DGD, edited)
+        await stage.until(
+            name,
+            lambda d: (
+                d.status is not None
+                and d.status.observed_generation == 2
+                and d.status.state == "successful"
+                and d.status.components is not None
+                and not (d.status.components["VllmDecodeWorker"].runtime_namespace or "").endswith(old_hash)
+            ),
+        )
+
+        # then a new worker hash was recorded, Grove rolled the worker, and one Warning says rollouts
+        # of the worker are Grove's
+        after = await stage.dgd(name)
+        new_hash = (after.metadata.annotations or {})["nvidia.com/current-worker-hash-v2"]
+        assert new_hash != old_hash
+        assert after.status is not None and after.status.components is not None
+        assert after.status.components["VllmDecodeWorker"].runtime_namespace == f"{NS}-{name}-{new_hash}"
+        assert after.status.components["Frontend"].runtime_namespace == f"{NS}-{name}"
+        warnings = [e for e in await stage.events(name) if e[0] == "Warning"]
+        assert warnings == [
+            (
+                "Warning",
+                "RollingUpdateNotSupported",
+                "Worker spec changed but custom rolling updates are not supported for Grove/multinode "
+                "deployments",
+            )
+        ]
+        pcs = await stage.user.get(PCS.key(NS, name))
+        worker_clique = next(c for c in pcs.spec.template.cliques if c.name == "vllmdecodeworker")
+        assert (worker_clique.labels or {})["nvidia.com/dynamo-worker-hash"] == new_hash
