@@ -120,6 +120,11 @@ def _apply(args: argparse.Namespace) -> int:
     except GateError as exc:
         print(f"dgd-operator sim apply: error: the operator cannot start: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    except ClusterError as exc:
+        # The simulated API server refused what the files ask it to set up (e.g. a namespace name).
+        refused = f"the simulated cluster refused the input: {exc}"
+        print(f"dgd-operator sim apply: error: {refused}", file=sys.stderr)
+        return EXIT_FAILED
     except BrokenPipeError:
         # The reader went away (``| head``): stop quietly, as other command-line tools do.
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115

@@ -101,3 +101,24 @@ def test_a_gate_turned_on_for_an_api_the_cluster_lacks_stops_the_operator(
         "the operator cannot start: orchestrators.lws.enabled is true, but the cluster does not serve "
         "leaderworkerset.x-k8s.io/v1/leaderworkersets and scheduling.volcano.sh/v1beta1/queues"
     ) in capsys.readouterr().err
+
+
+def test_an_input_the_simulated_api_server_refuses_exits_1_with_its_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # given the example with a template placeholder left as its namespace
+    manifest = tmp_path / "dgd.yaml"
+    text = (ROOT / "examples" / "agg.yaml").read_text(encoding="utf-8")
+    manifest.write_text(
+        text.replace("  name: demo-agg\n", "  name: demo-agg\n  namespace: <your-namespace>\n")
+    )
+
+    # when it is applied on the simulated cluster
+    code = main(["sim", "apply", str(manifest), "--until-ready"])
+
+    # then the command fails with the API server's reason, not a traceback
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "the simulated cluster refused the input" in err
+    assert 'Namespace "<your-namespace>" is invalid' in err
+    assert "Traceback" not in err
