@@ -22,7 +22,13 @@ from dgd.domain.render_pcs import graph_pcs_name
 from dgd.domain.roles import uses_pcsg
 from dgd.messages.component import WORKER_TYPES, ComponentSpec
 from dgd.messages.dgd import ComponentKind, ComponentReplicaStatus, DynamoGraphDeployment
-from dgd.messages.grove import PodClique, PodCliqueScalingGroup, PodCliqueSet
+from dgd.messages.grove import (
+    PodClique,
+    PodCliqueScalingGroup,
+    PodCliqueScalingGroupStatus,
+    PodCliqueSet,
+    PodCliqueStatus,
+)
 from dgd.messages.meta import Condition
 
 # Ready reasons a Grove child can imply (§14.1).
@@ -81,6 +87,25 @@ def _condition(conditions: list[Condition] | None, kind: str) -> Condition | Non
     return next((c for c in conditions or () if c.type == kind), None)
 
 
+def _revision(
+    observed: PodCliqueStatus | PodCliqueScalingGroupStatus | None, desired: int, generation: int
+) -> Revision:
+    """Where a PodClique or scaling group stands in rolling to the current PodCliqueSet revision."""
+    if observed is None:
+        return Revision(desired=desired)
+    progress = observed.update_progress
+    return Revision(
+        generation_observed=observed.observed_generation is not None
+        and observed.observed_generation >= generation,
+        pcs_hash=observed.current_pod_clique_set_generation_hash,
+        replicas=observed.replicas or 0,
+        updated=observed.updated_replicas,
+        desired=desired,
+        update_in_progress=progress is not None,
+        update_ended=progress is not None and progress.update_ended_at is not None,
+    )
+
+
 def observe_podclique(name: str, pclq: PodClique | None) -> ChildReadiness:
     """Classify a PodClique (§9.6 decision order)."""
     if pclq is None:
@@ -95,16 +120,7 @@ def observe_podclique(name: str, pclq: PodClique | None) -> ChildReadiness:
     ready = observed.ready_replicas if observed else 0
     generation = pclq.metadata.generation or 0
     observed_generation = observed.observed_generation if observed else None
-    progress = observed.update_progress if observed else None
-    revision = Revision(
-        generation_observed=observed_generation is not None and observed_generation >= generation,
-        pcs_hash=observed.current_pod_clique_set_generation_hash if observed else None,
-        replicas=replicas,
-        updated=updated,
-        desired=desired,
-        update_in_progress=progress is not None,
-        update_ended=progress is not None and progress.update_ended_at is not None,
-    )
+    revision = _revision(observed, desired, generation)
     status = ComponentReplicaStatus(
         component_kind="PodClique", replicas=replicas, updated_replicas=updated, component_names=[name],
         ready_replicas=ready,
@@ -156,16 +172,7 @@ def observe_pcsg(name: str, pcsg: PodCliqueScalingGroup | None) -> ChildReadines
     available = observed.available_replicas if observed else 0
     generation = pcsg.metadata.generation or 0
     observed_generation = observed.observed_generation if observed else None
-    progress = observed.update_progress if observed else None
-    revision = Revision(
-        generation_observed=observed_generation is not None and observed_generation >= generation,
-        pcs_hash=observed.current_pod_clique_set_generation_hash if observed else None,
-        replicas=replicas,
-        updated=updated,
-        desired=desired,
-        update_in_progress=progress is not None,
-        update_ended=progress is not None and progress.update_ended_at is not None,
-    )
+    revision = _revision(observed, desired, generation)
     status = ComponentReplicaStatus(
         component_kind=kind, replicas=replicas, updated_replicas=updated, component_names=[name],
         available_replicas=available,
