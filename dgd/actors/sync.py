@@ -84,21 +84,12 @@ class Syncer:
         raw = resource.as_raw()
         if isinstance(plan, Create):
             try:
-                written = await self._cluster.create(raw, plan.body)
+                return await self._create(resource, plan.body, owner)
             except AlreadyExists:
                 # The cache was behind our own earlier write: sync against the object as it is.
                 fresh = decode(resource, await self._cluster.get(raw.key(namespace, name)))
                 self._cache.observe(resource, fresh)
                 return await self.sync(resource, desired, fresh, owner=owner)
-            except ClusterError as error:
-                await self._recorder.emit(
-                    owner, events.write_failed("Create", resource.kind, namespace, name, str(error))
-                )
-                raise
-            result = decode(resource, written)
-            self._cache.observe(resource, result)
-            await self._recorder.emit(owner, events.created(resource.kind, namespace, name))
-            return result
         assert isinstance(plan, Patch) and live_json is not None
         try:
             written = await self._cluster.patch(raw.key(namespace, name), plan.patch)
@@ -126,11 +117,21 @@ class Syncer:
 
         ``None`` when an object of that name exists already (someone else created it first).
         """
+        try:
+            return await self._create(resource, body, owner)
+        except AlreadyExists:
+            return None
+
+    async def _create(self, resource: Resource[T], body: JSON, owner: DynamoGraphDeployment) -> T:
+        """Create ``body``; emit ``Created`` after success, or the failure event and re-raise.
+
+        ``AlreadyExists`` is raised without an event: the callers decide what it means.
+        """
         namespace, name = _meta(body)
         try:
             written = await self._cluster.create(resource.as_raw(), body)
         except AlreadyExists:
-            return None
+            raise
         except ClusterError as error:
             await self._recorder.emit(
                 owner, events.write_failed("Create", resource.kind, namespace, name, str(error))

@@ -106,6 +106,15 @@ def _revision(
     )
 
 
+def _unprocessed(observed_generation: int | None, generation: int) -> str | None:
+    """Why a child's status does not speak for its current spec yet, or ``None`` when it does."""
+    if observed_generation is None:
+        return "observedGeneration is nil"
+    if observed_generation < generation:
+        return f"spec not yet processed: generation={generation}, observedGeneration={observed_generation}"
+    return None
+
+
 def observe_podclique(name: str, pclq: PodClique | None) -> ChildReadiness:
     """Classify a PodClique (§9.6 decision order)."""
     if pclq is None:
@@ -129,11 +138,9 @@ def observe_podclique(name: str, pclq: PodClique | None) -> ChildReadiness:
     def verdict(is_ready: bool, reason: str = "", classification: str = "") -> ChildReadiness:
         return ChildReadiness(is_ready, reason, classification, status, revision)
 
-    if observed_generation is None:
-        return verdict(False, "observedGeneration is nil", SOME_NOT_READY)
-    if observed_generation < generation:
-        why = f"spec not yet processed: generation={generation}, observedGeneration={observed_generation}"
-        return verdict(False, why, SOME_NOT_READY)
+    unprocessed = _unprocessed(observed_generation, generation)
+    if unprocessed is not None:
+        return verdict(False, unprocessed, SOME_NOT_READY)
     scheduled = observed.scheduled_replicas if observed else 0
     status = msgspec.structs.replace(status, scheduled_replicas=scheduled)
     if desired == 0 or (replicas == desired and updated == desired and ready == desired):
@@ -181,11 +188,9 @@ def observe_pcsg(name: str, pcsg: PodCliqueScalingGroup | None) -> ChildReadines
     def verdict(is_ready: bool, reason: str = "", classification: str = "") -> ChildReadiness:
         return ChildReadiness(is_ready, reason, classification, status, revision)
 
-    if observed_generation is None:
-        return verdict(False, "observedGeneration is nil", SOME_NOT_READY)
-    if observed_generation < generation:
-        why = f"spec not yet processed: generation={generation}, observedGeneration={observed_generation}"
-        return verdict(False, why, SOME_NOT_READY)
+    unprocessed = _unprocessed(observed_generation, generation)
+    if unprocessed is not None:
+        return verdict(False, unprocessed, SOME_NOT_READY)
     scheduled = observed.scheduled_replicas if observed else 0
     status = msgspec.structs.replace(status, scheduled_replicas=scheduled)
     if desired == 0 or (replicas == desired and updated == desired and available == desired):
