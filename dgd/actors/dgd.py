@@ -33,9 +33,11 @@ from msgspec import structs
 
 from dgd.actors.cache import Reader
 from dgd.actors.children.grove_scaler import GroveScaler, Scale
+from dgd.actors.children.rollout import Prepare, Rollout, ScaleOld
 from dgd.actors.children.shared_resources import EnsureShared, SharedResources
 from dgd.actors.children.topology_status import Project, TopologyStatus
 from dgd.actors.primary import FINALIZER, PrimaryWriter
+from dgd.actors.programs.component import ComponentProgram
 from dgd.actors.programs.grove import GroveProgram
 from dgd.actors.programs.result import Program
 from dgd.actors.recorder import Recorder
@@ -67,11 +69,10 @@ from dgd.domain.projection import (
     starting_status,
 )
 from dgd.domain.provider import COMPONENT, ConflictingProviders, adopt_provider, stored_provider
-from dgd.domain.render_errors import not_supported_yet
 from dgd.domain.ssh_keys import KeyPair
 from dgd.domain.support import checkpoint_preflight
 from dgd.domain.validation import validate_create
-from dgd.messages.config import OperatorConfig
+from dgd.messages.config import OperatorConfig, progress_deadline
 from dgd.messages.dgd import DGDStatus, DynamoGraphDeployment
 
 logger = logging.getLogger("dgd.reconcile")
@@ -135,7 +136,7 @@ class DGDActor(Actor[Nudge]):
         self._retry = retry
         self._failures = 0
         self._timer: Timer | None = None
-        self._program: Program | None = None
+        self._running: Program | None = None
 
     async def on_start(self) -> None:
         # Level-triggered: every incarnation starts with a reconcile from the cluster's state.
@@ -193,15 +194,11 @@ class DGDActor(Actor[Nudge]):
                 await self._persist_quietly(dgd, self._failed(dgd, FAILED_TO_HANDLE_FINALIZER, str(error)))
                 return Outcome.RETRY
         # The program of the provider, once; then its status, once, and only then its events.
-        if provider == COMPONENT:
-            refusal = not_supported_yet(
-                f"metadata.annotations[{WORKLOAD_PROVIDER}]", 'The Component pathway ("component")'
-            )
-            await self._persist(dgd, self._failed(dgd, FAILED_TO_RECONCILE, str(refusal)))
-            return Outcome.WAIT
-        result = await (await self._grove_program()).reconcile(dgd)
+        result = await (await self._program(provider)).reconcile(dgd)
         await self._persist(result.dgd, result.status, result.events)
         if result.failure is None:
+            if result.wake is not None:
+                self._schedule_wake(result.wake)
             return Outcome.DONE
         logger.info(
             "%s/%s: %s: %s", self._namespace, self._name, result.failure.reason, result.failure.message
@@ -236,40 +233,75 @@ class DGDActor(Actor[Nudge]):
         )
         return await self._primary.annotate(dgd, {WORKLOAD_PROVIDER: provider})
 
+    async def _program(self, provider: str) -> Program:
+        """The program of ``provider``, its children started on first use (a DGD's provider never
+        changes once recorded)."""
+        if self._running is None:
+            self._running = (
+                await self._component_program() if provider == COMPONENT else await self._grove_program()
+            )
+        return self._running
+
+    async def _shared_resources(self) -> Ref[EnsureShared]:
+        return await self.context.start_child(
+            ChildSpec(
+                "shared-resources",
+                lambda: SharedResources(
+                    reader=self._reader, syncer=self._syncer, config=self._config, keys=self._keys
+                ),
+                Restart.PERMANENT,
+            )
+        )
+
+    async def _component_program(self) -> Program:
+        rollout: Ref[Prepare | ScaleOld] = await self.context.start_child(
+            ChildSpec(
+                "rollout",
+                lambda: Rollout(
+                    cluster=self._cluster,
+                    reader=self._reader,
+                    syncer=self._syncer,
+                    primary=self._primary,
+                    recorder=self._recorder,
+                ),
+                Restart.PERMANENT,
+            )
+        )
+        return ComponentProgram(
+            config=self._config,
+            reader=self._reader,
+            syncer=self._syncer,
+            now=self._now,
+            clock=self._wall,
+            progress_deadline=progress_deadline(self._config),
+            shared_resources=await self._shared_resources(),
+            rollout=rollout,
+        )
+
     async def _grove_program(self) -> Program:
-        if self._program is None:
-            context = self.context
-            shared: Ref[EnsureShared] = await context.start_child(
-                ChildSpec(
-                    "shared-resources",
-                    lambda: SharedResources(
-                        reader=self._reader, syncer=self._syncer, config=self._config, keys=self._keys
-                    ),
-                    Restart.PERMANENT,
-                )
+        context = self.context
+        shared = await self._shared_resources()
+        scaler: Ref[Scale] = await context.start_child(
+            ChildSpec(
+                "grove-scaler",
+                lambda: GroveScaler(cluster=self._cluster, reader=self._reader),
+                Restart.PERMANENT,
             )
-            scaler: Ref[Scale] = await context.start_child(
-                ChildSpec(
-                    "grove-scaler",
-                    lambda: GroveScaler(cluster=self._cluster, reader=self._reader),
-                    Restart.PERMANENT,
-                )
-            )
-            topology: Ref[Project] = await context.start_child(
-                ChildSpec("topology-status", TopologyStatus, Restart.PERMANENT)
-            )
-            self._program = GroveProgram(
-                config=self._config,
-                reader=self._reader,
-                syncer=self._syncer,
-                primary=self._primary,
-                recorder=self._recorder,
-                now=self._now,
-                shared_resources=shared,
-                grove_scaler=scaler,
-                topology_status=topology,
-            )
-        return self._program
+        )
+        topology: Ref[Project] = await context.start_child(
+            ChildSpec("topology-status", TopologyStatus, Restart.PERMANENT)
+        )
+        return GroveProgram(
+            config=self._config,
+            reader=self._reader,
+            syncer=self._syncer,
+            primary=self._primary,
+            recorder=self._recorder,
+            now=self._now,
+            shared_resources=shared,
+            grove_scaler=scaler,
+            topology_status=topology,
+        )
 
     # The status: one writer, one write, events only after it.
 
@@ -306,6 +338,10 @@ class DGDActor(Actor[Nudge]):
     def _schedule_retry(self) -> None:
         delay = self._retry.delay(self._failures, self.context.random)
         self._failures += 1
+        ref = self.context.ref
+        self._timer = self.context.clock.call_later(delay, lambda: ref.tell_nowait(Nudge()))
+
+    def _schedule_wake(self, delay: float) -> None:
         ref = self.context.ref
         self._timer = self.context.clock.call_later(delay, lambda: ref.tell_nowait(Nudge()))
 

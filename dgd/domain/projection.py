@@ -32,6 +32,8 @@ FAILED_TO_HANDLE_FINALIZER = "failed_to_handle_the_finalizer"
 UNSUPPORTED_WORKLOAD_PROVIDER = "unsupported_workload_provider"
 PROVIDER_UNAVAILABLE = "selected_workload_provider_unavailable"
 FAILED_TO_MIGRATE_WORKER_HASH = "failed_to_migrate_worker_hash"
+FAILED_TO_INITIALIZE_WORKER_HASH = "failed_to_initialize_worker_hash"
+NO_MULTINODE_ORCHESTRATOR = "no_multinode_orchestrator_available"
 ROLLING_UPDATE_FAILED = "rolling_update_failed"
 
 # Ready reasons of a program that finished (§6.3).
@@ -147,13 +149,28 @@ def check_resources_readiness(resources: Sequence[ResourceReadiness]) -> Reconci
 
 
 def apply_reconcile_result(
-    status: DGDStatus, result: ReconcileResult, *, generation: int | None, now: str
+    status: DGDStatus,
+    result: ReconcileResult,
+    *,
+    generation: int | None,
+    now: str,
+    rollout_failure: str | None = None,
 ) -> DGDStatus:
-    """§6.3: state, components (replaced), Ready, and observedGeneration advanced."""
-    rolling = status.rolling_update is not None and status.rolling_update.phase in ("Pending", "InProgress")
-    state = "pending" if rolling else result.state
+    """§6.3: state, components (replaced), Ready, and observedGeneration advanced.
+
+    A rollout that passed its progress deadline (``rollingUpdate.phase`` ``Failed``, our addition)
+    makes the DGD ``failed`` with ``Ready=False/rolling_update_failed`` and ``rollout_failure`` as the
+    message."""
+    phase = status.rolling_update.phase if status.rolling_update is not None else None
+    rolling = phase in ("Pending", "InProgress")
+    state = "pending" if rolling else ("failed" if phase == "Failed" else result.state)
     components = dict(sorted(result.components.items())) or None
     projected = structs.replace(status, state=state, components=components, observed_generation=generation)
+    if phase == "Failed":
+        message = rollout_failure or "Rolling update made no progress"
+        return with_condition(
+            projected, READY, "False", ROLLING_UPDATE_FAILED, message, generation=generation, now=now
+        )
     if rolling:
         return with_condition(
             projected, READY, "False", ROLLING_UPDATE_IN_PROGRESS, "Rolling update in progress",

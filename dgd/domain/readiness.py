@@ -21,6 +21,7 @@ from dgd.domain.naming import dynamo_namespace
 from dgd.domain.render_pcs import graph_pcs_name
 from dgd.domain.roles import uses_pcsg
 from dgd.messages.component import WORKER_TYPES, ComponentSpec
+from dgd.messages.dcd import DynamoComponentDeployment
 from dgd.messages.dgd import ComponentKind, ComponentReplicaStatus, DynamoGraphDeployment
 from dgd.messages.grove import (
     PodClique,
@@ -327,3 +328,21 @@ def _accepted_worker_hash(
         )
         raise InconsistentRevision(f"accepted Grove PodCliqueSet revision {accepted!r} {what}")
     return hashes.pop() if hashes else ""
+
+
+def dcd_readiness(dcd: DynamoComponentDeployment) -> tuple[bool, str, dict[str, ComponentReplicaStatus]]:
+    """A synced DCD as a readiness resource (dgd-domain §8.2 step 6): ready iff its status speaks for
+    its current spec and ``Available`` is ``True``; its component status keyed by ``spec.name``."""
+    status = dcd.status
+    components: dict[str, ComponentReplicaStatus] = {}
+    if status is not None and status.component is not None and dcd.spec.name:
+        components[dcd.spec.name] = status.component
+    generation = dcd.metadata.generation or 0
+    observed = (status.observed_generation if status is not None else None) or 0
+    if observed < generation:
+        why = f"spec not yet processed: generation={generation}, observedGeneration={observed}"
+        return False, why, components
+    available = _condition(status.conditions if status is not None else None, "Available")
+    if available is None or available.status != "True":
+        return False, "Component deployment not ready - Available condition not true", components
+    return True, "", components

@@ -134,3 +134,11 @@ def _render_dcd(
         annotations={DCD_SPEC_PAYLOAD: dcd_spec_payload(dgd, component.name)},
     )
     return DynamoComponentDeployment(api_version=API_VERSION, metadata=metadata, spec=spec)
+
+
+def workload_annotations(dcd: DynamoComponentDeployment) -> dict[str, str]:
+    """The annotations a DCD's workload is shaped by (rollout strategy and bounds): its pod template's,
+    which carry the DGD's ``spec.annotations`` merged in, then the DCD's own."""
+    merged = template_metadata(dcd.spec.pod_template or {}, "annotations")
+    merged.update(dcd.metadata.annotations or {})
+    return merged

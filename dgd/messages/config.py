@@ -182,6 +182,13 @@ class SecurityConfig(Model, frozen=True):
     enable_http2: bool = msgspec.field(default=False, name="enableHTTP2")
 
 
+class RolloutConfig(Model, frozen=True):
+    """The managed worker rollout (Component pathway): a rollout that makes no visible progress for
+    ``progressDeadline`` (a duration; ``0`` turns the deadline off) becomes ``Failed``."""
+
+    progress_deadline: str = "30m"
+
+
 class OperatorConfig(Model, frozen=True, kw_only=True):
     """The whole configuration; every rendering function takes it as an argument."""
 
@@ -202,6 +209,7 @@ class OperatorConfig(Model, frozen=True, kw_only=True):
     gpu: GPUConfig = GPUConfig()
     logging: LoggingConfig = LoggingConfig()
     security: SecurityConfig = SecurityConfig()
+    rollout: RolloutConfig = RolloutConfig()
 
 
 class ConfigError(ValueError):
@@ -269,6 +277,14 @@ def validate_config(config: OperatorConfig) -> OperatorConfig:
         )
     if delay == 0:
         grove = msgspec.structs.replace(grove, termination_delay="15m")
+    try:
+        deadline = parse_duration(config.rollout.progress_deadline)
+    except ValueError as exc:
+        raise ConfigError(f"rollout.progressDeadline: {exc}") from exc
+    if deadline < 0:
+        raise ConfigError(
+            f"rollout.progressDeadline: {config.rollout.progress_deadline!r} must not be negative"
+        )
     if config.leader_election.enabled and not config.leader_election.id:
         raise ConfigError("leaderElection.id: leader election ID is required when leader election is enabled")
     if not config.namespace.restricted:
@@ -285,6 +301,12 @@ def validate_config(config: OperatorConfig) -> OperatorConfig:
         raise ConfigError("mpi.sshSecretName and mpi.sshSecretNamespace are required")
     orchestrators = msgspec.structs.replace(config.orchestrators, grove=grove)
     return msgspec.structs.replace(config, orchestrators=orchestrators)
+
+
+def progress_deadline(config: OperatorConfig) -> float | None:
+    """Seconds a rollout may go without progress before it is ``Failed`` (``None``: no deadline)."""
+    seconds = parse_duration(config.rollout.progress_deadline)
+    return seconds if seconds > 0 else None
 
 
 def termination_delay(config: OperatorConfig) -> str:

@@ -11,6 +11,8 @@ import msgspec
 
 
 class StepFailed(msgspec.Struct, frozen=True):
-    """The step did not complete; ``message`` says why, for the DGD's Ready condition."""
+    """The step did not complete; ``message`` says why, for the DGD's Ready condition, and ``reason``
+    (when the step classifies its failures, dgd-domain §6.2) is the Ready reason."""
 
     message: str
+    reason: str | None = None

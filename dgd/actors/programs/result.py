@@ -23,6 +23,8 @@ class ProgramResult:
         self.status: DGDStatus = starting_status(dgd.status)
         self.events: list[EventRecord] = []
         self.failure: Failure | None = None
+        #: Seconds after which the DGD must be reconciled again even if nothing changes (a deadline).
+        self.wake: float | None = None
 
     def queue(self, event: EventRecord) -> None:
         self.events.append(event)

@@ -28,6 +28,7 @@ from dgd.cluster.clock import rfc3339
 from dgd.cluster.errors import NotFound
 from dgd.cluster.resources import DCD, POD
 from dgd.domain.metadata_keys import COMPONENT_TYPE, DYNAMO_NAMESPACE, SELECTOR, WORKER_HASH
+from dgd.domain.render_dcd import workload_annotations
 from dgd.messages.base import JSONObject
 from dgd.messages.dcd import API_VERSION, KIND, DCDStatus, DynamoComponentDeployment
 from dgd.messages.dgd import ComponentReplicaStatus
@@ -126,13 +127,14 @@ def plan_rollout(
 
     # Surplus new pods (a scale-down): not ready first, then the newest names.
     excess = sorted(new, key=lambda pod: (is_ready(pod), _negated(pod)))[: max(len(new) - desired, 0)]
-    if (dcd.metadata.annotations or {}).get(STRATEGY) == "Recreate":
+    annotations = workload_annotations(dcd)
+    if annotations.get(STRATEGY) == "Recreate":
         # Every old pod goes first; new ones only once the old have terminated.
         missing = 0 if old or draining else max(desired - len(new), 0)
         return old + excess, missing
 
-    surge = _scaled((dcd.metadata.annotations or {}).get(MAX_SURGE, "25%"), desired, math.ceil)
-    unavailable = _scaled((dcd.metadata.annotations or {}).get(MAX_UNAVAILABLE, "25%"), desired, math.floor)
+    surge = _scaled(annotations.get(MAX_SURGE, "25%"), desired, math.ceil)
+    unavailable = _scaled(annotations.get(MAX_UNAVAILABLE, "25%"), desired, math.floor)
     if surge == 0 and unavailable == 0:
         unavailable = 1
     missing = max(min(desired - len(new), desired + surge - len(active)), 0)

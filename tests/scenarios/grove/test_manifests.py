@@ -124,12 +124,8 @@ SUPPORTED: dict[str, Expected] = {
 
 UNSUPPORTED: dict[str, str] = {
     "ai-dynamo-dynamo/examples/backends/trtllm/deploy/snapshot-restore.yaml": (
-        'metadata.annotations[nvidia.com/workload-provider]: The Component pathway ("component") is not '
-        "supported yet by dgd-operator"
-    ),
-    "ai-dynamo-dynamo/deploy/operator/internal/controller/testdata/dgd/components/input.yaml": (
-        'metadata.annotations[nvidia.com/workload-provider]: The Component pathway ("component") is not '
-        "supported yet by dgd-operator"
+        "spec.components[1].experimental.checkpoint: component TRTLLMWorker: checkpoint functionality is "
+        "disabled in the operator configuration (checkpoint.enabled)"
     ),
 }
 

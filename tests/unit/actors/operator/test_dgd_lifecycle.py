@@ -8,7 +8,7 @@ import pytest
 from dgd.actors.tree import DGDS
 from dgd.cluster.errors import Forbidden, NotFound
 from dgd.cluster.memory import MemoryCluster
-from dgd.cluster.resources import DGD, PCLQ, PCS, ROLE, SERVICE, SERVICE_ACCOUNT
+from dgd.cluster.resources import DCD, DGD, PCLQ, PCS, ROLE, SERVICE, SERVICE_ACCOUNT
 from dgd.domain.gates import Gates
 from dgd.messages.dgd import DynamoGraphDeployment
 from tests.unit.actors.operator.harness import NS, manifest, running_operator
@@ -45,24 +45,17 @@ async def test_an_unsupported_provider_value_fails_terminally_without_other_writ
         assert dict(op.writes) == {"update DynamoGraphDeployment/status": 1}
 
 
-async def test_a_dgd_that_opts_out_of_grove_is_on_the_component_pathway_which_is_not_supported_yet() -> None:
+async def test_a_dgd_that_opts_out_of_grove_is_on_the_component_pathway() -> None:
     async with running_operator() as op:
         # given a DGD that opts out of Grove at creation
         await op.apply(manifest(annotations={"nvidia.com/enable-grove": "false"}))
 
-        # then its provider is recorded as component, and it fails terminally until that pathway exists
+        # then its provider is recorded as component: it gets one DCD per component and no PodCliqueSet
         dgd = await op.dgd()
         assert (dgd.metadata.annotations or {})["nvidia.com/workload-provider"] == "component"
-        assert await ready_reason(op) == (
-            "failed",
-            "False",
-            "failed_to_reconcile_the_resources",
-            'metadata.annotations[nvidia.com/workload-provider]: The Component pathway ("component") is not '
-            "supported yet by dgd-operator",
-        )
-        assert await op.cluster.list(PCS, namespace=NS) == msgspec.structs.replace(
-            await op.cluster.list(PCS, namespace=NS), items=[]
-        )
+        dcds = (await op.cluster.list(DCD, namespace=NS)).items
+        assert sorted(d.spec.name or "" for d in dcds) == sorted(c.name for c in dgd.spec.components or [])
+        assert (await op.cluster.list(PCS, namespace=NS)).items == []
 
 
 async def test_a_grove_dgd_fails_terminally_when_the_grove_gate_is_off() -> None:

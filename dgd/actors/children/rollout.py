@@ -1,0 +1,342 @@
+"""The rollout child of a Component-pathway DGD: the worker hash and the managed rollout (dgd-domain §12).
+
+It answers two requests of the Component program, each one step of §8:
+
+* ``Prepare`` (step 1, before anything is rendered): records the worker hash (v1→v2 migration,
+  initialization) and, for a graph without multinode components, advances the rollout state
+  machine (``dgd.domain.rollout.advance``): it deletes the old worker DCDs and records the completed
+  generation when the machine says so. A multinode graph gets the "unsupported pathway" commit
+  instead (§12.7). The answer names the new generation's hash and what each worker component's
+  generations look like, which the program renders the DCDs from.
+* ``ScaleOld`` (step 5, after the DCDs are synced): patches the replicas of the old worker DCDs to
+  their share of the old target (§12.5); a merge patch with no event.
+
+The actor keeps one thing between reconciles: when the rollout last made visible progress, which
+the progress deadline is measured from. A restarted actor starts that clock again (a restart can
+delay a ``Failed``, never hasten one).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import msgspec
+
+from dgd.actors.cache import Reader
+from dgd.actors.children.failure import StepFailed
+from dgd.actors.primary import PrimaryWriter
+from dgd.actors.recorder import Recorder
+from dgd.actors.runtime import Actor, Request
+from dgd.actors.sync import Syncer
+from dgd.cluster.errors import ClusterError, NotFound
+from dgd.cluster.protocol import Cluster
+from dgd.cluster.resources import DCD, POD
+from dgd.domain.events import EventRecord
+from dgd.domain.metadata_keys import GRAPH_NAME, SELECTOR, WORKER_HASH
+from dgd.domain.projection import (
+    FAILED_TO_INITIALIZE_WORKER_HASH,
+    FAILED_TO_MIGRATE_WORKER_HASH,
+    ROLLING_UPDATE_FAILED,
+)
+from dgd.domain.render_dcd import render_dcds, workload_annotations
+from dgd.domain.roles import is_multinode
+from dgd.domain.rollout import (
+    ACTIVE_PHASES,
+    Generations,
+    Hashes,
+    InvalidStrategy,
+    Progress,
+    WorkerDCD,
+    advance,
+    distribute,
+    drained,
+    new_generation_hash,
+    strategy,
+    targets,
+)
+from dgd.domain.worker_generation import CURRENT_WORKER_HASH_V2, migration, plan_unmanaged
+from dgd.domain.worker_hash import PLACEHOLDER
+from dgd.messages.component import WORKER_TYPES
+from dgd.messages.dcd import DynamoComponentDeployment
+from dgd.messages.dgd import DynamoGraphDeployment, RollingUpdateStatus
+
+logger = logging.getLogger("dgd.rollout")
+
+
+class Prepared(msgspec.Struct, frozen=True, kw_only=True):
+    """The worker generation this reconcile renders.
+
+    ``dgd``: the DGD as last written (its annotations may have changed); ``status``: the new
+    ``status.rollingUpdate``; ``new_hash``: the suffix of the new generation's worker DCDs;
+    ``components``: each worker component's generations while old ones exist (empty otherwise: no
+    targets apply); ``events``: status-transition events to queue; ``failure``: the Ready message of
+    a failed rollout; ``wake``: seconds until the progress deadline is due.
+    """
+
+    dgd: DynamoGraphDeployment
+    status: RollingUpdateStatus | None
+    new_hash: str
+    components: tuple[Generations, ...] = ()
+    events: tuple[EventRecord, ...] = ()
+    failure: str | None = None
+    wake: float | None = None
+
+
+class Prepare(Request[Prepared | StepFailed], frozen=True, kw_only=True):
+    """Step 1 of the Component program for ``dgd`` (as last written; ``defaulted`` is what is rendered),
+    whose desired v2 worker hash is ``desired``."""
+
+    dgd: DynamoGraphDeployment
+    defaulted: DynamoGraphDeployment
+    desired: str
+    now: str
+    clock: float
+    deadline: float | None
+
+
+class OldScaled(msgspec.Struct, frozen=True):
+    """The replicas each old worker DCD is meant to have now, by name."""
+
+    targets: dict[str, int]
+
+
+class ScaleOld(Request[OldScaled | StepFailed], frozen=True):
+    """Step 5: drive the old worker DCDs of ``components`` (in ``namespace``) to their share of the
+    old targets."""
+
+    namespace: str
+    components: tuple[Generations, ...]
+
+
+def observe(dcd: DynamoComponentDeployment) -> WorkerDCD | None:
+    """A worker DCD as the rollout reads it (``None`` for a DCD without a worker hash)."""
+    labels = dcd.metadata.labels or {}
+    worker_hash = labels.get(WORKER_HASH)
+    if not worker_hash:
+        return None
+    status = dcd.status
+    component = status.component if status is not None else None
+    generation = dcd.metadata.generation or 0
+    return WorkerDCD(
+        name=dcd.metadata.name or "",
+        component=dcd.spec.name or "",
+        hash=worker_hash,
+        replicas=1 if dcd.spec.replicas is None else dcd.spec.replicas,
+        available=(component.available_replicas or 0) if component is not None else 0,
+        ready=(component.ready_replicas or 0) if component is not None else 0,
+        actual=component.replicas if component is not None else 0,
+        created=dcd.metadata.creation_timestamp or "",
+        processed=(status is not None and (status.observed_generation or 0) >= generation),
+        deleting=bool(dcd.metadata.deletion_timestamp),
+        status=component,
+    )
+
+
+class Rollout(Actor[Prepare | ScaleOld]):
+    """Owns a DGD's worker-hash annotations and the replicas of its old worker generations."""
+
+    def __init__(
+        self, *, cluster: Cluster, reader: Reader, syncer: Syncer, primary: PrimaryWriter, recorder: Recorder
+    ) -> None:
+        self._cluster = cluster
+        self._reader = reader
+        self._syncer = syncer
+        self._primary = primary
+        self._recorder = recorder
+        self._progress: Progress | None = None
+
+    async def receive(self, message: Prepare | ScaleOld) -> Prepared | OldScaled | StepFailed:
+        if isinstance(message, ScaleOld):
+            return await self._scale_old(message.namespace, message.components)
+        return await self._prepare(message)
+
+    # Step 1.
+
+    async def _prepare(self, message: Prepare) -> Prepared | StepFailed:
+        dgd, desired = message.dgd, message.desired
+        # A v1-only DGD records its v2 hash first (not while a rollout is active).
+        rolling_update = dgd.status.rolling_update if dgd.status is not None else None
+        phase = rolling_update.phase if rolling_update is not None else None
+        if phase not in ACTIVE_PHASES:
+            changes = migration(dgd.metadata.annotations or {}, desired)
+            if changes:
+                try:
+                    dgd = await self._primary.annotate(dgd, changes)
+                except ClusterError as error:
+                    return _failed(
+                        FAILED_TO_MIGRATE_WORKER_HASH, f"failed to migrate the worker hash: {error}"
+                    )
+                note = f"Recorded worker hash {desired} beside the legacy worker hash"
+                await self._recorder.emit(dgd, EventRecord("Normal", "WorkerHashMigrated", "Update", note))
+        if any(is_multinode(c) for c in message.defaulted.spec.components or []):
+            return await self._unmanaged(dgd, desired, rolling_update)
+        # Initialization: the first generation is the desired one.
+        current = Hashes.of(dgd.metadata.annotations)
+        if current.v1 is None and current.v2 is None:
+            try:
+                dgd = await self._primary.annotate(dgd, {CURRENT_WORKER_HASH_V2: desired})
+            except ClusterError as error:
+                return _failed(
+                    FAILED_TO_INITIALIZE_WORKER_HASH, f"failed to initialize the worker hash: {error}"
+                )
+            current = Hashes.of(dgd.metadata.annotations)
+        try:
+            return await self._advance(message, dgd, current, rolling_update)
+        except (ClusterError, InvalidStrategy) as error:
+            return _failed(ROLLING_UPDATE_FAILED, f"failed to reconcile the rolling update: {error}")
+
+    async def _unmanaged(
+        self, dgd: DynamoGraphDeployment, desired: str, rolling_update: RollingUpdateStatus | None
+    ) -> Prepared | StepFailed:
+        """§12.7 on the Component pathway: the hash is committed at once; Deployments roll natively."""
+        plan = plan_unmanaged(dgd.metadata.annotations or {}, desired)
+        initializing = not plan.changed
+        if plan.annotations:
+            try:
+                dgd = await self._primary.annotate(dgd, plan.annotations)
+            except ClusterError as error:
+                if initializing:
+                    why = f"failed to initialize the worker hash: {error}"
+                    return _failed(FAILED_TO_INITIALIZE_WORKER_HASH, why)
+                logger.info("%s: worker hash not committed, retried next time: %s", dgd.metadata.name, error)
+            else:
+                if plan.changed:
+                    note = "Worker spec changed but custom rolling updates are not supported for "
+                    note += "Grove/multinode deployments"
+                    await self._recorder.emit(
+                        dgd, EventRecord("Warning", "RollingUpdateNotSupported", "Update", note)
+                    )
+        suffix = Hashes.of(dgd.metadata.annotations).name_suffix() or desired
+        return Prepared(dgd=dgd, status=rolling_update, new_hash=suffix)
+
+    async def _advance(
+        self,
+        message: Prepare,
+        dgd: DynamoGraphDeployment,
+        current: Hashes,
+        rolling_update: RollingUpdateStatus | None,
+    ) -> Prepared:
+        desired = message.desired
+        phase = rolling_update.phase if rolling_update is not None else None
+        active = phase in ACTIVE_PHASES
+        new_hash = new_generation_hash(current, desired, rolling=active)
+        if not active and current.matches(desired):
+            # Nothing to roll: the recorded generation is the desired one.
+            self._progress = None
+            return Prepared(dgd=dgd, status=rolling_update, new_hash=new_hash)
+        components = await self._generations(message.defaulted, dgd, new_hash)
+        step = advance(
+            rolling_update,
+            current=current,
+            desired=desired,
+            new_hash=new_hash,
+            components=components,
+            now=message.now,
+            clock=message.clock,
+            progress=self._progress,
+            deadline=message.deadline,
+        )
+        self._progress = step.progress
+        for name in step.delete:
+            await self._delete_old(dgd, name)
+        if step.annotations:
+            dgd = await self._primary.annotate(dgd, step.annotations)
+        rolling = step.status is not None and step.status.phase in ACTIVE_PHASES
+        return Prepared(
+            dgd=dgd,
+            status=step.status,
+            new_hash=new_hash,
+            components=tuple(g for g in components if g.old) if rolling else (),
+            events=step.events,
+            failure=step.failure,
+            wake=step.wake,
+        )
+
+    async def _generations(
+        self, defaulted: DynamoGraphDeployment, dgd: DynamoGraphDeployment, new_hash: str
+    ) -> list[Generations]:
+        """Each worker component's generations, as the cache shows them."""
+        namespace = dgd.metadata.namespace or ""
+        observed = [
+            worker
+            for dcd in await self._reader.controlled_by(DCD, namespace, dgd.metadata.uid)
+            if (worker := observe(dcd)) is not None
+        ]
+        rendered = {d.spec.name: d for d in render_dcds(defaulted, worker_hash=PLACEHOLDER)}
+        pods: list[tuple[str, bool]] | None = None
+        out: list[Generations] = []
+        for component in defaulted.spec.components or []:
+            if component.type not in WORKER_TYPES:
+                continue
+            desired = 1 if component.replicas is None else component.replicas
+            policy = strategy(workload_annotations(rendered[component.name]), desired)
+            mine = [w for w in observed if w.component == component.name]
+            new = next((w for w in mine if w.hash == new_hash), None)
+            old = tuple(w for w in mine if w.hash != new_hash)
+            barrier = True
+            if policy.recreate and old:
+                if pods is None:
+                    pods = await self._pods(dgd)
+                barrier = drained(old, pods)
+            out.append(
+                Generations(
+                    component=component.name,
+                    desired=desired,
+                    strategy=policy,
+                    new=new,
+                    old=old,
+                    drained=barrier,
+                )
+            )
+        return out
+
+    async def _pods(self, dgd: DynamoGraphDeployment) -> list[tuple[str, bool]]:
+        """``(selector label, terminal)`` of every pod of this DGD's DCDs."""
+        namespace = dgd.metadata.namespace or ""
+        if self._reader.cache.caches(POD):
+            listed = self._reader.cache.list(POD, namespace)
+        else:
+            selector = f"{GRAPH_NAME}={dgd.metadata.name}"
+            listed = (await self._cluster.list(POD, namespace=namespace, label_selector=selector)).items
+        out: list[tuple[str, bool]] = []
+        for pod in listed:
+            labels = (pod.get("metadata") or {}).get("labels") or {}
+            if labels.get(GRAPH_NAME) != dgd.metadata.name or SELECTOR not in labels:
+                continue
+            phase = (pod.get("status") or {}).get("phase")
+            out.append((str(labels[SELECTOR]), phase in ("Succeeded", "Failed")))
+        return out
+
+    async def _delete_old(self, dgd: DynamoGraphDeployment, name: str) -> None:
+        namespace = dgd.metadata.namespace or ""
+        live = self._reader.cache.get(DCD, namespace, name)
+        if live is None:
+            return
+        await self._syncer.delete(DCD, live, owner=dgd, why="its worker generation was replaced")
+
+    # Step 5.
+
+    async def _scale_old(self, namespace: str, components: Sequence[Generations]) -> OldScaled | StepFailed:
+        wanted: dict[str, int] = {}
+        for generations in components:
+            _, old_target = targets(generations)
+            shares = distribute(old_target, generations.old)
+            wanted.update(shares)
+            for dcd in generations.old:
+                if dcd.deleting or shares[dcd.name] == dcd.replicas:
+                    continue
+                try:
+                    written = await self._cluster.patch(
+                        DCD.key(namespace, dcd.name), {"spec": {"replicas": shares[dcd.name]}}
+                    )
+                except NotFound:
+                    continue
+                except ClusterError as error:
+                    return StepFailed(f"failed to scale old worker DCD {dcd.name}: {error}")
+                self._reader.cache.observe(DCD, written)
+        return OldScaled(wanted)
+
+
+def _failed(reason: str, message: str) -> StepFailed:
+    return StepFailed(message, reason=reason)

@@ -1,0 +1,230 @@
+"""The Component workload program (dgd-domain §8.1–§8.2): one ordered reconcile of a DGD on DCDs.
+
+``ComponentProgram.reconcile`` reads top to bottom; each step is an ask to a child actor or a pure
+call into ``dgd.domain``, and their order is the contract:
+
+1. the worker generation: the ``rollout`` child records the worker hash and advances the managed
+   rollout (or, for a multinode graph, commits the hash without one);
+2. shared resources (RBAC, discovery, the wait-for-leader script, MPI keys);
+3. a multinode component needs LeaderWorkerSet: without it the DGD fails
+   ``no_multinode_orchestrator_available``;
+4. (restarts are refused until their actor exists);
+5. the DCDs: one per component, worker DCDs of the new generation at their rollout targets, then
+   the old generations scaled to theirs; readiness from the synced DCDs, with the old generations'
+   replicas merged into their component's status;
+6–7. (checkpoints and scaling adapters are refused until their actors exist);
+8. the success projection.
+
+The program never writes the DGD status: it returns the complete desired status and the events
+queued with it; the DGD actor persists one and then emits the other.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+import msgspec
+
+from dgd.actors.cache import Reader
+from dgd.actors.children.failure import StepFailed
+from dgd.actors.children.rollout import OldScaled, Prepare, Prepared, ScaleOld
+from dgd.actors.children.shared_resources import EnsureShared
+from dgd.actors.programs.result import ProgramResult
+from dgd.actors.runtime import ActorError, Ref
+from dgd.actors.sync import Syncer
+from dgd.cluster.errors import ClusterError
+from dgd.cluster.resources import DCD
+from dgd.domain.defaulting import default_in_memory
+from dgd.domain.metadata_keys import WORKER_HASH
+from dgd.domain.projection import (
+    FAILED_TO_RECONCILE,
+    NO_MULTINODE_ORCHESTRATOR,
+    ROLLING_UPDATE_FAILED,
+    Failure,
+    ReconcileResult,
+    ResourceReadiness,
+    apply_reconcile_result,
+    check_resources_readiness,
+)
+from dgd.domain.readiness import dcd_readiness
+from dgd.domain.render_dcd import render_dcds
+from dgd.domain.render_errors import RenderError
+from dgd.domain.roles import is_multinode
+from dgd.domain.rollout import merged_status, targets
+from dgd.domain.support import unsupported
+from dgd.domain.worker_hash import worker_hash
+from dgd.messages.component import WORKER_TYPES
+from dgd.messages.config import OperatorConfig
+from dgd.messages.dcd import DynamoComponentDeployment
+from dgd.messages.dgd import DynamoGraphDeployment
+
+logger = logging.getLogger("dgd.component")
+
+#: The refusal rendering gives a multinode component without LeaderWorkerSet: step 3 reports it.
+_MULTINODE_FIELD = ".multinode"
+
+
+def _failure(error: Exception, context: str = "") -> Failure:
+    """An exception as the Ready failure it projects (a render error cannot heal by retrying)."""
+    if isinstance(error, Failure):
+        return error
+    message = f"{context}: {error}" if context else str(error)
+    return Failure(FAILED_TO_RECONCILE, message, terminal=isinstance(error, RenderError))
+
+
+class ComponentProgram:
+    """Reconciles DGDs whose workload provider is ``component``; one instance per DGD actor."""
+
+    def __init__(
+        self,
+        *,
+        config: OperatorConfig,
+        reader: Reader,
+        syncer: Syncer,
+        now: Callable[[], str],
+        clock: Callable[[], float],
+        progress_deadline: float | None,
+        shared_resources: Ref[EnsureShared],
+        rollout: Ref[Prepare | ScaleOld],
+    ) -> None:
+        self._config = config
+        self._reader = reader
+        self._syncer = syncer
+        self._now = now
+        self._clock = clock
+        self._deadline = progress_deadline
+        self._shared_resources = shared_resources
+        self._rollout = rollout
+        self._hash_inputs: int | None = None
+        self._hash = ""
+
+    async def reconcile(self, dgd: DynamoGraphDeployment) -> ProgramResult:
+        """§8.1 in order; a failure at any step is projected with what was done before it."""
+        result = ProgramResult(dgd)
+        defaulted = default_in_memory(dgd, grove_enabled=False)
+        try:
+            await self._run(result, defaulted)
+        except (Failure, ClusterError, ActorError, RenderError) as error:
+            result.fail(_failure(error), now=self._now())
+        return result
+
+    async def _run(self, result: ProgramResult, dgd: DynamoGraphDeployment) -> None:
+        # What this release cannot reconcile yet fails before any write (the missing multinode
+        # orchestrator is step 3's own failure).
+        refused = [p for p in unsupported(dgd, self._config) if not p.path.endswith(_MULTINODE_FIELD)]
+        if refused:
+            raise Failure(FAILED_TO_RECONCILE, "; ".join(str(problem) for problem in refused), terminal=True)
+        # Step 1: the worker generation this reconcile renders.
+        prepared = await self._rollout.ask(
+            Prepare(
+                dgd=result.dgd,
+                defaulted=dgd,
+                desired=self._worker_hash(dgd),
+                now=self._now(),
+                clock=self._clock(),
+                deadline=self._deadline,
+            )
+        )
+        if isinstance(prepared, StepFailed):
+            raise Failure(prepared.reason or ROLLING_UPDATE_FAILED, prepared.message)
+        result.dgd = prepared.dgd
+        result.status = msgspec.structs.replace(result.status, rolling_update=prepared.status)
+        for event in prepared.events:
+            result.queue(event)
+        result.wake = prepared.wake
+        # Step 2: shared resources before any pod exists that needs them.
+        shared = await self._shared_resources.ask(EnsureShared(dgd, result.dgd))
+        if isinstance(shared, StepFailed):
+            raise Failure(FAILED_TO_RECONCILE, shared.message)
+        # Step 3: multinode components need LeaderWorkerSet on this pathway.
+        multinode = any(is_multinode(c) for c in dgd.spec.components or [])
+        if multinode and self._config.orchestrators.lws.enabled is not True:
+            raise Failure(NO_MULTINODE_ORCHESTRATOR, "no multinode orchestrator available", terminal=True)
+        # Step 4 (restarts) is refused above until the restart actor exists.
+        # Step 5: the DCDs.
+        try:
+            outcome = await self._workloads(result, dgd, prepared)
+        except Failure as failure:
+            message = f"failed to reconcile Dynamo components deployments: {failure.message}"
+            raise Failure(failure.reason, message, terminal=failure.terminal) from failure
+        except (ClusterError, ActorError) as error:
+            raise _failure(error, "failed to reconcile Dynamo components deployments") from error
+        # Steps 6-7 (checkpoint overlay, scaling adapters) are refused above until their actors exist.
+        # Step 8: the success projection.
+        result.status = apply_reconcile_result(
+            result.status,
+            outcome,
+            generation=result.dgd.metadata.generation,
+            now=self._now(),
+            rollout_failure=prepared.failure,
+        )
+
+    async def _workloads(
+        self, result: ProgramResult, dgd: DynamoGraphDeployment, prepared: Prepared
+    ) -> ReconcileResult:
+        namespace = dgd.metadata.namespace or ""
+        # 1. The new generation's worker DCDs at their rollout targets (the desired replicas otherwise).
+        replicas = {g.component: targets(g)[0] for g in prepared.components}
+        # 2-4. One DCD per component, synced; an existing DCD keeps its backend framework.
+        synced: list[DynamoComponentDeployment] = []
+        for rendered in render_dcds(dgd, worker_hash=prepared.new_hash, replicas=replicas):
+            name = rendered.metadata.name or ""
+            live = await self._reader.get(DCD.key(namespace, name))
+            body = msgspec.to_builtins(rendered)
+            if live is not None and live.spec.backend_framework:
+                body["spec"]["backendFramework"] = live.spec.backend_framework
+            synced.append(await self._syncer.sync(DCD, body, live, owner=result.dgd))
+        # 5. The old generations scaled to their share of the old targets.
+        old_targets: dict[str, int] = {}
+        if prepared.components:
+            scaled = await self._rollout.ask(ScaleOld(namespace, prepared.components))
+            if isinstance(scaled, StepFailed):
+                raise Failure(ROLLING_UPDATE_FAILED, scaled.message)
+            assert isinstance(scaled, OldScaled)
+            old_targets = scaled.targets
+        await self._delete_removed(dgd, result.dgd, synced)
+        # 6. Readiness over the synced DCDs.
+        resources = []
+        for dcd in synced:
+            ready, why, components = dcd_readiness(dcd)
+            resources.append(ResourceReadiness(dcd.metadata.name or "", ready, why, components))
+        outcome = check_resources_readiness(resources)
+        # 7. During a rollout, the old generations' replicas count in their component's status.
+        if not prepared.components:
+            return outcome
+        components = dict(outcome.components)
+        for generations in prepared.components:
+            merged = merged_status(components.get(generations.component), generations.old, old_targets)
+            if merged is not None:
+                components[generations.component] = merged
+        return msgspec.structs.replace(outcome, components=components)
+
+    async def _delete_removed(
+        self,
+        dgd: DynamoGraphDeployment,
+        owner: DynamoGraphDeployment,
+        synced: Sequence[DynamoComponentDeployment],
+    ) -> None:
+        """Departure from upstream (``docs/decisions.md``): a DCD this DGD controls whose component is
+        gone (or is no longer a worker, for a worker DCD) is deleted. Old worker generations of a
+        current worker component are the rollout's."""
+        keep = {dcd.metadata.name for dcd in synced}
+        workers = {c.name for c in dgd.spec.components or [] if c.type in WORKER_TYPES}
+        names = {c.name for c in dgd.spec.components or []}
+        namespace = dgd.metadata.namespace or ""
+        for live in await self._reader.controlled_by(DCD, namespace, owner.metadata.uid):
+            if live.metadata.name in keep or live.metadata.deletion_timestamp:
+                continue
+            component = live.spec.name or ""
+            is_worker_dcd = bool((live.metadata.labels or {}).get(WORKER_HASH))
+            if component in names and is_worker_dcd == (component in workers):
+                continue
+            await self._syncer.delete(DCD, live, owner=owner, why="its component is no longer in the DGD")
+
+    def _worker_hash(self, dgd: DynamoGraphDeployment) -> str:
+        """The desired worker hash (pure, and the costliest render: computed once per spec and metadata)."""
+        inputs = hash((dgd.metadata.generation, msgspec.json.encode(dgd.metadata.annotations)))
+        if inputs != self._hash_inputs:
+            self._hash, self._hash_inputs = worker_hash(dgd), inputs
+        return self._hash
