@@ -66,6 +66,7 @@ class Informer(Actor[Pump]):
         cache: Cache,
         router: str,
         namespace: str | None = None,
+        label_selector: str | None = None,
         backoff: Backoff = RELIST_BACKOFF,
     ) -> None:
         self._resource = resource
@@ -73,6 +74,7 @@ class Informer(Actor[Pump]):
         self._cache = cache
         self._router_path = router
         self._namespace = namespace
+        self._selector = label_selector
         self._backoff = backoff
 
     async def on_start(self) -> None:
@@ -98,7 +100,9 @@ class Informer(Actor[Pump]):
                 await self.context.clock.sleep(delay)
 
     async def _list(self, router: Ref[InformerNews], rid: str) -> str:
-        listing = await self._cluster.list(self._resource, namespace=self._namespace)
+        listing = await self._cluster.list(
+            self._resource, namespace=self._namespace, label_selector=self._selector
+        )
         for change in self._cache.replace(self._resource, listing.items):
             await router.tell(Observed(rid, change.type, change.old, change.new, relisted=True))
         await router.tell(Synced(rid))
@@ -107,7 +111,11 @@ class Informer(Actor[Pump]):
     async def _watch(self, router: Ref[InformerNews], rid: str, version: str) -> str:
         """Follow changes after ``version`` until the server ends the stream; returns the last version."""
         async with self._cluster.watch(
-            self._resource, namespace=self._namespace, resource_version=version, bookmarks=True
+            self._resource,
+            namespace=self._namespace,
+            label_selector=self._selector,
+            resource_version=version,
+            bookmarks=True,
         ) as watch:
             async for event in watch:
                 if event.type != "BOOKMARK":

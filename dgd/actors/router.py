@@ -15,6 +15,8 @@ Which events nudge (the watch predicates):
 * PodClique: updates that change what readiness reads; mapped through the
   ``nvidia.com/dynamo-graph-deployment-name`` label.
 * PodCliqueScalingGroup: the same, mapped through its PodCliqueSet to the DGD that controls it.
+* Pod (only the managed worker pods of DCDs are watched): creation, deletion, and an update that
+  changes its membership labels or whether it has ended; mapped through its DGD-name label.
 * Anything a re-list found changed (the informer missed events while it was not watching).
 
 A periodic resync (``resync`` seconds, default 10 minutes) nudges every DGD, so drift in children
@@ -45,8 +47,8 @@ from dgd.actors.runtime import (
     Timer,
     WhichChildren,
 )
-from dgd.cluster.resources import DGD, PCLQ, PCS, PCSG
-from dgd.domain.metadata_keys import GRAPH_NAME
+from dgd.cluster.resources import DGD, PCLQ, PCS, PCSG, POD
+from dgd.domain.metadata_keys import GRAPH_NAME, SELECTOR
 from dgd.messages import dgd as dgd_messages
 from dgd.messages import grove
 from dgd.messages.meta import OwnerReference
@@ -108,6 +110,20 @@ def _changed_or_deleted(event_type: str, old: Any, new: Any) -> bool:
     return event_type in ("MODIFIED", "DELETED")
 
 
+def _pod_view(pod: Any) -> Any:
+    """What the rollout reads of a managed worker pod: its membership labels and whether it ended."""
+    metadata = pod.get("metadata") or {}
+    labels = metadata.get("labels") or {}
+    phase = (pod.get("status") or {}).get("phase")
+    return labels.get(GRAPH_NAME), labels.get(SELECTOR), phase in ("Succeeded", "Failed")
+
+
+def _pod_changed(event_type: str, old: Any, new: Any) -> bool:
+    if event_type != "MODIFIED" or old is None:
+        return True
+    return bool(_pod_view(old) != _pod_view(new))
+
+
 def _readiness_view(obj: Any) -> Any:
     """What readiness reads of a PodClique or PodCliqueScalingGroup (§9.8)."""
     status = obj.status
@@ -149,6 +165,7 @@ class Route(msgspec.Struct, frozen=True):
 ROUTES: dict[str, Route] = {
     str(PCLQ): Route(_readiness_changed, _labelled_dgd),
     str(PCSG): Route(_readiness_changed, _scaling_group_dgd),
+    str(POD): Route(_pod_changed, _labelled_dgd),
 }
 OWNED = Route(_changed_or_deleted, _controlling_dgd)
 

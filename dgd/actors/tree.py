@@ -43,13 +43,16 @@ from dgd.cluster.resources import (
     PCLQ,
     PCS,
     PCSG,
+    POD,
     ROLE,
     ROLE_BINDING,
     SERVICE,
     SERVICE_ACCOUNT,
     Resource,
 )
+from dgd.domain.metadata_keys import COMPONENT_TYPE, GRAPH_NAME, SELECTOR
 from dgd.domain.ssh_keys import KeyPair, rsa_key_pair
+from dgd.messages.component import WORKER_TYPES
 from dgd.messages.config import OperatorConfig
 
 OPERATOR = "/operator"
@@ -67,7 +70,13 @@ WATCHED: tuple[Resource[Any], ...] = (
     SERVICE_ACCOUNT,
     ROLE,
     ROLE_BINDING,
+    POD,
 )
+#: Label selectors of the kinds not watched whole: only the managed worker pods of DCDs (dgd-domain
+#: §16), which the Recreate barrier of a rollout waits on.
+SELECTORS: dict[str, str] = {
+    str(POD): f"{GRAPH_NAME},{SELECTOR},{COMPONENT_TYPE} in ({','.join(sorted(WORKER_TYPES))})",
+}
 GROVE_WATCHED: tuple[Resource[Any], ...] = (PCS, PCLQ, PCSG)
 
 #: DGD actors may be restarted often (one per DGD): the supervisor above them tolerates many.
@@ -115,7 +124,14 @@ def operator_children(
 
     def informer(resource: Resource[Any]) -> ChildSpec[Any]:
         def build() -> Informer:
-            return Informer(resource, cluster=cluster, cache=shared, router=ROUTER, namespace=namespace)
+            return Informer(
+                resource,
+                cluster=cluster,
+                cache=shared,
+                router=ROUTER,
+                namespace=namespace,
+                label_selector=SELECTORS.get(str(resource)),
+            )
 
         return ChildSpec(resource.plural, build, Restart.PERMANENT, shutdown=0.0)
 

@@ -31,7 +31,7 @@ from dgd.domain.metadata_keys import COMPONENT_TYPE, DYNAMO_NAMESPACE, SELECTOR,
 from dgd.domain.render_dcd import workload_annotations
 from dgd.messages.base import JSONObject
 from dgd.messages.dcd import API_VERSION, KIND, DCDStatus, DynamoComponentDeployment
-from dgd.messages.dgd import ComponentReplicaStatus
+from dgd.messages.dgd import ComponentKind, ComponentReplicaStatus
 from dgd.messages.meta import OwnerReference
 from dgd.sim.world.conditions import set_condition
 from dgd.sim.world.controller import Nudge, Watch, WorldController
@@ -160,16 +160,17 @@ def dcd_status(
     done = desired == 0 or (updated >= desired and ready >= desired and len(active) == desired)
     previous = dcd.status or DCDStatus()
     conditions = previous.conditions
+    kind: ComponentKind = "LeaderWorkerSet" if _multinode(dcd) else "Deployment"
     if done:
         conditions = set_condition(
-            conditions, "Available", "True", "DeploymentReady", "Deployment is ready", now=now
+            conditions, "Available", "True", f"{kind}Ready", f"{kind} is ready", now=now
         )
         conditions = set_condition(
             conditions, "DynamoComponentReady", "True", "ComponentReady", "Component is ready", now=now
         )
     else:
-        message = f"Deployment is not ready: {ready}/{desired} replicas ready, {updated} updated"
-        conditions = set_condition(conditions, "Available", "False", "DeploymentNotReady", message, now=now)
+        message = f"{kind} is not ready: {ready}/{desired} replicas ready, {updated} updated"
+        conditions = set_condition(conditions, "Available", "False", f"{kind}NotReady", message, now=now)
         conditions = set_condition(
             conditions,
             "DynamoComponentReady",
@@ -179,7 +180,7 @@ def dcd_status(
             now=now,
         )
     component = ComponentReplicaStatus(
-        component_kind="Deployment",
+        component_kind=kind,
         replicas=len(active),
         updated_replicas=updated,
         component_names=[dcd.metadata.name or ""],
@@ -207,6 +208,12 @@ def _manifest(dcd: DynamoComponentDeployment, current: str) -> JSONObject:
         spec=template.get("spec") or {"containers": [{"name": "main"}]},
         owner=owner,
     )
+
+
+def _multinode(dcd: DynamoComponentDeployment) -> bool:
+    """A multinode DCD runs as a LeaderWorkerSet (one pod per replica stands in for each group)."""
+    multinode = dcd.spec.multinode
+    return multinode is not None and (multinode.node_count is None or multinode.node_count > 1)
 
 
 def _runtime_namespace(dcd: DynamoComponentDeployment) -> str | None:
