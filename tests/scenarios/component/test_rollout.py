@@ -56,6 +56,8 @@ class Snapshot(msgspec.Struct, frozen=True):
     #: ready, non-terminating worker pods; and every worker pod as (DCD name, phase, terminating)
     ready_pods: int
     pods: tuple[tuple[str, str, bool], ...]
+    #: the worker's component status: its DCD names, runtime namespace, replicas and updated replicas
+    worker_status: tuple[tuple[str, ...], str | None, int, int] | None = None
 
     def hashes(self) -> set[str]:
         return {dcd.hash for dcd in self.dcds}
@@ -139,7 +141,14 @@ async def snapshot(stage: Stage, name: str) -> Snapshot:
         conditions = (pod.get("status") or {}).get("conditions") or []
         if not terminating and any(c["type"] == "Ready" and c["status"] == "True" for c in conditions):
             ready_pods += 1
+    found = (status.components or {}).get(WORKER) if status is not None else None
+    worker_status = (
+        (tuple(found.component_names or ()), found.runtime_namespace, found.replicas, found.updated_replicas)
+        if found is not None
+        else None
+    )
     return Snapshot(
+        worker_status=worker_status,
         at=anyio.current_time(),
         generation=dgd.metadata.generation or 0,
         observed=status.observed_generation if status else None,
@@ -219,6 +228,17 @@ async def test_an_image_change_rolls_the_worker_and_succeeds_only_once_the_old_d
         # and never more than d + surge = 5 worker replicas were asked for, never fewer than d - 1 = 3 ready
         assert all(sum(d.replicas for d in s.dcds if not d.deleting) <= 5 for s in after)
         assert all(s.ready_pods >= 3 for s in after)
+        # and meanwhile the worker's status counted both generations, routing on the old namespace
+        # (dgd-domain §12.6): both DCDs named, replicas summed, updated only the new generation's
+        both = [s for s in rolling if len(s.hashes()) == 2 and s.worker_status is not None]
+        assert both
+        for s in both:
+            assert s.worker_status is not None
+            names, runtime_namespace, replicas, updated = s.worker_status
+            assert names == tuple(sorted(d.name for d in s.dcds))
+            assert runtime_namespace == f"{NS}-{name}-{old_hash}"
+            assert updated <= replicas
+        assert any(s.worker_status is not None and s.worker_status[3] < s.worker_status[2] for s in both)
         # and successful only once the old DCD was gone
         successful = [s for s in after if s.observed == 2 and s.state == "successful"]
         assert successful and all(old_hash not in s.hashes() for s in successful)
