@@ -333,8 +333,10 @@ def _waits_for(generations: Generations) -> str | None:
         return f"{old_ready} old replicas still ready"
     if not generations.drained:
         return "old pods still terminating (Recreate)"
-    if generations.old:
+    if any(dcd.deleting for dcd in generations.old):
         return "old DynamoComponentDeployments still being deleted"
+    if generations.old:
+        return "updated; its old DynamoComponentDeployments go once every component is updated"
     return None
 
 
@@ -364,7 +366,6 @@ def advance(
     everyone_updated = bool(components) and all(is_updated(g) for g in components)
     all_drained = all(g.drained for g in components)
     rolling = status or RollingUpdateStatus()
-    events: list[EventRecord] = []
 
     # A completed rollout and a new hash: a stale annotation, the last rollout resumed, or a new one.
     if phase == COMPLETED and trigger:
@@ -385,25 +386,24 @@ def advance(
         return Step(status=status)
 
     # InProgress or Failed: continue, and complete once every component is updated and the old
-    # generations drained (Recreate) and gone.
+    # generations drained (Recreate) and gone; the old DCDs are deleted once the rest is done.
     updated = sorted(g.component for g in components if is_updated(g))
-    rolling = msgspec.structs.replace(rolling, phase=phase, updated_components=updated or None)
-    if everyone_updated and all_drained:
-        if has_old:
-            doomed = tuple(dcd.name for g in components for dcd in g.old if not dcd.deleting)
-            return Step(status=rolling, delete=doomed, progress=progress)
+    rolling = msgspec.structs.replace(rolling, phase=phase, end_time=None, updated_components=updated or None)
+    completing = everyone_updated and all_drained
+    if completing and not has_old:
         done = RollingUpdateStatus(
             phase=COMPLETED,
             start_time=rolling.start_time,
             end_time=now,
             updated_components=sorted(g.component for g in components),
         )
-        note = f"Rolling update completed, worker hash {desired if new_hash == desired else new_hash}"
+        note = f"Rolling update completed, worker hash {new_hash}"
         return Step(
             status=done,
             annotations=completed_annotations(new_hash, desired),
             events=(EventRecord("Normal", "RollingUpdateCompleted", "Update", note),),
         )
+    doomed = tuple(dcd.name for g in components for dcd in g.old if not dcd.deleting) if completing else ()
 
     # Progress: any visible change resets the deadline (and resumes a failed rollout).
     mark = _mark(components)
@@ -418,8 +418,11 @@ def advance(
         message = stuck_message(components, new_hash, stalled)
         failed = msgspec.structs.replace(rolling, phase=FAILED)
         event = EventRecord("Warning", "RollingUpdateFailed", "Update", message)
-        return Step(status=failed, events=(event,), progress=progress, failure=message)
+        return Step(status=failed, delete=doomed, events=(event,), progress=progress, failure=message)
     if phase == FAILED:
-        return Step(status=rolling, progress=progress, failure=stuck_message(components, new_hash, stalled))
+        # After an actor restart the clock restarted: the rollout has been stuck for at least the deadline.
+        stalled = max(stalled, deadline or 0.0)
+        message = stuck_message(components, new_hash, stalled)
+        return Step(status=rolling, delete=doomed, progress=progress, failure=message)
     wake = None if deadline is None else max(0.0, progress.since + deadline - clock)
-    return Step(status=rolling, events=tuple(events), progress=progress, wake=wake)
+    return Step(status=rolling, delete=doomed, progress=progress, wake=wake)
