@@ -27,12 +27,16 @@ import enum
 import logging
 import re
 from collections.abc import Callable
+from typing import Any
 
 import msgspec
 from msgspec import structs
 
 from dgd.actors.cache import Reader
+from dgd.actors.children.checkpoint_storage import CheckpointStorage, FinalizeCheckpoints, ResolveCheckpoints
+from dgd.actors.children.failure import StepFailed
 from dgd.actors.children.grove_scaler import GroveScaler, Scale
+from dgd.actors.children.restart import ResolveRestart, RestartResolver
 from dgd.actors.children.rollout import Prepare, Rollout, ScaleOld
 from dgd.actors.children.shared_resources import EnsureShared, SharedResources
 from dgd.actors.children.topology_status import Project, TopologyStatus
@@ -165,8 +169,7 @@ class DGDActor(Actor[Nudge]):
             return Outcome.DONE
         # Deleting: the finalizer runs, and the status is never written on this path.
         if dgd.metadata.deletion_timestamp:
-            await self._finalize(dgd)
-            return Outcome.DONE
+            return await self._finalize(dgd)
         # The workload provider, chosen once and kept in an annotation: an unknown one is terminal.
         try:
             provider = stored_provider(dgd)
@@ -205,10 +208,17 @@ class DGDActor(Actor[Nudge]):
         )
         return Outcome.WAIT if result.failure.terminal else Outcome.RETRY
 
-    async def _finalize(self, dgd: DynamoGraphDeployment) -> None:
+    async def _finalize(self, dgd: DynamoGraphDeployment) -> Outcome:
+        """§15.1: the DGD's automatic checkpoints follow their deletion policy, then the finalizer goes."""
         finalizers = dgd.metadata.finalizers or []
-        if FINALIZER in finalizers:
-            await self._primary.set_finalizers(dgd, [f for f in finalizers if f != FINALIZER])
+        if FINALIZER not in finalizers:
+            return Outcome.DONE
+        cleaned = await (await self._checkpoint_storage()).ask(FinalizeCheckpoints(dgd))
+        if isinstance(cleaned, StepFailed):
+            logger.info("%s/%s: finalizer: %s", self._namespace, self._name, cleaned.message)
+            return Outcome.RETRY
+        await self._primary.set_finalizers(dgd, [f for f in finalizers if f != FINALIZER])
+        return Outcome.DONE
 
     def _validate(self, dgd: DynamoGraphDeployment) -> list[str]:
         grove = self._config.orchestrators.grove.enabled is True
@@ -243,7 +253,7 @@ class DGDActor(Actor[Nudge]):
         return self._running
 
     async def _shared_resources(self) -> Ref[EnsureShared]:
-        return await self.context.start_child(
+        return await self._child(
             ChildSpec(
                 "shared-resources",
                 lambda: SharedResources(
@@ -251,6 +261,32 @@ class DGDActor(Actor[Nudge]):
                 ),
                 Restart.PERMANENT,
             )
+        )
+
+    async def _child(self, spec: ChildSpec[Any]) -> Ref[Any]:
+        """The child ``spec`` names, started on first use."""
+        if self.context.has_child(spec.id):
+            return self.context.child(spec.id)
+        return await self.context.start_child(spec)
+
+    async def _checkpoint_storage(self) -> Ref[ResolveCheckpoints | FinalizeCheckpoints]:
+        return await self._child(
+            ChildSpec(
+                "checkpoint-storage",
+                lambda: CheckpointStorage(
+                    cluster=self._cluster,
+                    reader=self._reader,
+                    syncer=self._syncer,
+                    recorder=self._recorder,
+                    config=self._config,
+                ),
+                Restart.PERMANENT,
+            )
+        )
+
+    async def _restart(self) -> Ref[ResolveRestart]:
+        return await self._child(
+            ChildSpec("restart", lambda: RestartResolver(reader=self._reader), Restart.PERMANENT)
         )
 
     async def _component_program(self) -> Program:
@@ -276,6 +312,8 @@ class DGDActor(Actor[Nudge]):
             progress_deadline=progress_deadline(self._config),
             shared_resources=await self._shared_resources(),
             rollout=rollout,
+            checkpoints=await self._checkpoint_storage(),
+            restart=await self._restart(),
         )
 
     async def _grove_program(self) -> Program:
@@ -301,6 +339,8 @@ class DGDActor(Actor[Nudge]):
             shared_resources=shared,
             grove_scaler=scaler,
             topology_status=topology,
+            checkpoints=await self._checkpoint_storage(),
+            restart=await self._restart(),
         )
 
     # The status: one writer, one write, events only after it.

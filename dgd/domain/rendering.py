@@ -134,19 +134,15 @@ def _component_refusals(
         problems.append(
             not_supported_yet(f"{at}.experimental.failover", "Failover (it needs GPU memory service)")
         )
-    if experimental is not None and experimental.checkpoint is not None and experimental.checkpoint.enabled:
-        if not config.checkpoint.enabled:
-            problems.append(
-                RenderError(
-                    f"{at}.experimental.checkpoint",
-                    f"component {component.name}: checkpoint functionality is disabled in the operator "
-                    "configuration (checkpoint.enabled)",
-                )
+    checkpoint = experimental.checkpoint if experimental is not None else None
+    if checkpoint is not None and checkpoint.enabled and not config.checkpoint.enabled:
+        problems.append(
+            RenderError(
+                f"{at}.experimental.checkpoint",
+                f"component {component.name}: checkpoint functionality is disabled in the operator "
+                "configuration (checkpoint.enabled)",
             )
-        else:
-            problems.append(
-                not_supported_yet(f"{at}.experimental.checkpoint", "Checkpoint/restore rendering")
-            )
+        )
     if grove and component.type == "frontend" and config.ingress.virtual_service_gateway:
         problems.append(
             not_supported_yet(f"{at} (operator config ingress.virtualServiceGateway)", "Istio VirtualService")

@@ -22,8 +22,6 @@ from dgd.messages.dgd import DynamoGraphDeployment
 def unsupported(dgd: DynamoGraphDeployment, config: OperatorConfig) -> list[RenderError]:
     """Every feature of ``dgd`` this release cannot reconcile, in field order (empty: none)."""
     problems = list(refusals(dgd, config))
-    if dgd.spec.restart is not None:
-        problems.append(not_supported_yet("spec.restart", "Graph restarts"))
     for index, component in enumerate(dgd.spec.components or []):
         if component.scaling_adapter is not None:
             problems.append(

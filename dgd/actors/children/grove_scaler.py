@@ -42,9 +42,11 @@ class Scaled(msgspec.Struct, frozen=True):
 
 
 class Scale(Request[Scaled | StepFailed], frozen=True):
-    """Drive every component of ``dgd`` (defaulted) to its replicas."""
+    """Drive every component of ``dgd`` (defaulted) to its replicas; those in ``gated`` wait for a
+    checkpoint at 0 (``dgd.domain.checkpoint.is_gated``)."""
 
     dgd: DynamoGraphDeployment
+    gated: frozenset[str] = frozenset()
 
 
 class GroveScaler(Actor[Scale]):
@@ -59,16 +61,15 @@ class GroveScaler(Actor[Scale]):
         namespace = dgd.metadata.namespace or ""
         changes: list[ScaleChange] = []
         for component in dgd.spec.components or []:
-            if component.replicas is None:
+            target = 0 if component.name in message.gated else component.replicas
+            if target is None:
                 continue
             resource: Any = PCSG if uses_pcsg(component) else PCLQ
             key: ObjectKey[Any] = resource.key(namespace, child_name(dgd, component))
             try:
-                change = await self._scale(key, component.replicas)
+                change = await self._scale(key, target)
             except ClusterError as error:
-                return StepFailed(
-                    f"failed to scale {resource.kind} {key.name} to {component.replicas}: {error}"
-                )
+                return StepFailed(f"failed to scale {resource.kind} {key.name} to {target}: {error}")
             if change is not None:
                 changes.append(ScaleChange(component.name, resource.kind, key.name, *change))
         return Scaled(tuple(changes))

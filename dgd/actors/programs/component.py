@@ -22,12 +22,14 @@ queued with it; the DGD actor persists one and then emits the other.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import msgspec
 
 from dgd.actors.cache import Reader
+from dgd.actors.children.checkpoint_storage import FinalizeCheckpoints, ResolveCheckpoints
 from dgd.actors.children.failure import StepFailed
+from dgd.actors.children.restart import ResolveRestart, carried_dcd_stamps
 from dgd.actors.children.rollout import OldScaled, Prepare, Prepared, ScaleOld
 from dgd.actors.children.shared_resources import EnsureShared
 from dgd.actors.programs.result import ProgramResult
@@ -35,6 +37,14 @@ from dgd.actors.runtime import ActorError, Ref
 from dgd.actors.sync import Syncer
 from dgd.cluster.errors import ClusterError
 from dgd.cluster.resources import DCD
+from dgd.domain.checkpoint import (
+    WAITING_FOR_CHECKPOINT,
+    CheckpointInfo,
+    dcd_adjustment,
+    gated_components,
+    status_projection,
+    waiting_overlay,
+)
 from dgd.domain.defaulting import default_in_memory
 from dgd.domain.metadata_keys import WORKER_HASH
 from dgd.domain.projection import (
@@ -50,8 +60,9 @@ from dgd.domain.projection import (
 from dgd.domain.readiness import dcd_readiness
 from dgd.domain.render_dcd import render_dcds
 from dgd.domain.render_errors import RenderError
+from dgd.domain.restart import RestartState
 from dgd.domain.roles import is_multinode
-from dgd.domain.rollout import merged_status, targets
+from dgd.domain.rollout import Hashes, merged_status, targets
 from dgd.domain.support import unsupported
 from dgd.domain.worker_hash import worker_hash
 from dgd.messages.component import WORKER_TYPES
@@ -87,6 +98,8 @@ class ComponentProgram:
         progress_deadline: float | None,
         shared_resources: Ref[EnsureShared],
         rollout: Ref[Prepare | ScaleOld],
+        checkpoints: Ref[ResolveCheckpoints | FinalizeCheckpoints],
+        restart: Ref[ResolveRestart],
     ) -> None:
         self._config = config
         self._reader = reader
@@ -96,6 +109,8 @@ class ComponentProgram:
         self._deadline = progress_deadline
         self._shared_resources = shared_resources
         self._rollout = rollout
+        self._checkpoints = checkpoints
+        self._restart = restart
         self._hash_inputs: int | None = None
         self._hash = ""
 
@@ -133,24 +148,44 @@ class ComponentProgram:
         for event in prepared.events:
             result.queue(event)
         result.wake = prepared.wake
-        # Step 2: shared resources before any pod exists that needs them.
+        # Step 2: shared resources before any pod exists that needs them, then the checkpoints, whose
+        # statuses are published even if a later step fails.
         shared = await self._shared_resources.ask(EnsureShared(dgd, result.dgd))
         if isinstance(shared, StepFailed):
             raise Failure(FAILED_TO_RECONCILE, shared.message)
+        resolved = await self._checkpoints.ask(
+            ResolveCheckpoints(dgd=dgd, owner=result.dgd, worker_hash=prepared.new_hash)
+        )
+        if isinstance(resolved, StepFailed):
+            raise Failure(FAILED_TO_RECONCILE, resolved.message)
+        infos = resolved.infos
+        result.status = msgspec.structs.replace(result.status, checkpoints=status_projection(infos))
         # Step 3: multinode components need LeaderWorkerSet on this pathway.
         multinode = any(is_multinode(c) for c in dgd.spec.components or [])
         if multinode and self._config.orchestrators.lws.enabled is not True:
             raise Failure(NO_MULTINODE_ORCHESTRATOR, "no multinode orchestrator available", terminal=True)
-        # Step 4 (restarts) is refused above until the restart actor exists.
+        # Step 4: the restart, resolved against the DCDs.
+        current = Hashes.of(result.dgd.metadata.annotations)
+        candidates = tuple(dict.fromkeys(h for h in (prepared.new_hash, current.v1, current.v2) if h))
+        restart = await self._restart.ask(
+            ResolveRestart(dgd=dgd, status=result.status, pathway="component", worker_hashes=candidates)
+        )
+        result.status = msgspec.structs.replace(result.status, restart=restart.status)
+        if restart.event is not None:
+            result.queue(restart.event)
         # Step 5: the DCDs.
         try:
-            outcome = await self._workloads(result, dgd, prepared)
+            outcome = await self._workloads(result, dgd, prepared, restart.state, infos)
         except Failure as failure:
             message = f"failed to reconcile Dynamo components deployments: {failure.message}"
             raise Failure(failure.reason, message, terminal=failure.terminal) from failure
         except (ClusterError, ActorError) as error:
             raise _failure(error, "failed to reconcile Dynamo components deployments") from error
-        # Steps 6-7 (checkpoint overlay, scaling adapters) are refused above until their actors exist.
+        # Step 6: a component waiting for its checkpoint makes the graph wait.
+        outcome = waiting_overlay(outcome, infos)
+        # Step 7: scaling adapters, except while waiting for a checkpoint.
+        if outcome.reason != WAITING_FOR_CHECKPOINT:
+            pass  # scaling adapters are refused above until their actor is wired
         # Step 8: the success projection.
         result.status = apply_reconcile_result(
             result.status,
@@ -161,17 +196,35 @@ class ComponentProgram:
         )
 
     async def _workloads(
-        self, result: ProgramResult, dgd: DynamoGraphDeployment, prepared: Prepared
+        self,
+        result: ProgramResult,
+        dgd: DynamoGraphDeployment,
+        prepared: Prepared,
+        restart: RestartState,
+        infos: Mapping[str, CheckpointInfo],
     ) -> ReconcileResult:
         namespace = dgd.metadata.namespace or ""
         # 1. The new generation's worker DCDs at their rollout targets (the desired replicas otherwise).
         replicas = {g.component: targets(g)[0] for g in prepared.components}
-        # 2-4. One DCD per component, synced; an existing DCD keeps its backend framework.
+        # 2. The restart stamps: those the restart selects now, the others as the DCDs carry them.
+        stamps = {**await self._carried_stamps(dgd, result.dgd, prepared.new_hash), **restart.stamps()}
+        # 3-4. One DCD per component, synced; an existing DCD keeps its backend framework; a
+        # checkpointed component restores from its checkpoint (and waits for it at 0 replicas).
         synced: list[DynamoComponentDeployment] = []
-        for rendered in render_dcds(dgd, worker_hash=prepared.new_hash, replicas=replicas):
+        rendered_dcds = render_dcds(
+            dgd,
+            worker_hash=prepared.new_hash,
+            replicas=replicas,
+            restart_at=stamps,
+            gated=gated_components(infos),
+        )
+        for rendered in rendered_dcds:
             name = rendered.metadata.name or ""
             live = await self._reader.get(DCD.key(namespace, name))
             body = msgspec.to_builtins(rendered)
+            info = infos.get(rendered.spec.name or "")
+            if info is not None:
+                body["spec"] = dcd_adjustment(body["spec"], info)
             if live is not None and live.spec.backend_framework:
                 body["spec"]["backendFramework"] = live.spec.backend_framework
             synced.append(await self._syncer.sync(DCD, body, live, owner=result.dgd))
@@ -199,6 +252,14 @@ class ComponentProgram:
             if merged is not None:
                 components[generations.component] = merged
         return msgspec.structs.replace(outcome, components=components)
+
+    async def _carried_stamps(
+        self, dgd: DynamoGraphDeployment, owner: DynamoGraphDeployment, new_hash: str
+    ) -> dict[str, str]:
+        """The restart stamps the DCDs carry, the generation being rendered first (§8.2 step 2)."""
+        live = await self._reader.controlled_by(DCD, dgd.metadata.namespace or "", owner.metadata.uid)
+        live.sort(key=lambda d: (d.metadata.labels or {}).get(WORKER_HASH, new_hash) != new_hash)
+        return carried_dcd_stamps(live)
 
     async def _delete_removed(
         self,

@@ -10,13 +10,15 @@ status and the events queued with it; the DGD actor persists one and then emits 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import msgspec
 
 from dgd.actors.cache import Reader
+from dgd.actors.children.checkpoint_storage import FinalizeCheckpoints, ResolveCheckpoints
 from dgd.actors.children.failure import StepFailed
 from dgd.actors.children.grove_scaler import Scale
+from dgd.actors.children.restart import ResolveRestart
 from dgd.actors.children.shared_resources import EnsureShared
 from dgd.actors.children.topology_status import NoTopology, Project
 from dgd.actors.primary import PrimaryWriter
@@ -26,6 +28,14 @@ from dgd.actors.runtime import ActorError, Ref
 from dgd.actors.sync import Syncer
 from dgd.cluster.errors import ClusterError
 from dgd.cluster.resources import INGRESS, PCLQ, PCS, PCSG, SERVICE, Resource
+from dgd.domain.checkpoint import (
+    WAITING_FOR_CHECKPOINT,
+    CheckpointInfo,
+    gated_components,
+    restore_cliques,
+    status_projection,
+    waiting_overlay,
+)
 from dgd.domain.defaulting import default_in_memory
 from dgd.domain.events import EventRecord
 from dgd.domain.pod_merge import JSON
@@ -51,6 +61,7 @@ from dgd.domain.readiness import (
 )
 from dgd.domain.render_errors import RenderError
 from dgd.domain.render_pcs import graph_discovery_backend, graph_pcs_name, render_pcs
+from dgd.domain.restart import RestartState
 from dgd.domain.roles import uses_pcsg
 from dgd.domain.stable_resources import render_stable_resources
 from dgd.domain.support import unsupported
@@ -66,9 +77,10 @@ logger = logging.getLogger("dgd.grove")
 _STABLE_KINDS: dict[str, Resource[JSON]] = {"Service": SERVICE, "Ingress": INGRESS}
 
 
-def _render_inputs(dgd: DynamoGraphDeployment, pcs: PodCliqueSet | None) -> int | None:
+def _render_inputs(dgd: DynamoGraphDeployment, pcs: PodCliqueSet | None, extra: bytes) -> int | None:
     """A digest of everything the PodCliqueSet is rendered and synced from: the DGD's spec (its
-    generation) and annotations, and the PodCliqueSet's spec (generation) and metadata."""
+    generation) and annotations, the restart stamps and checkpoints (``extra``), and the
+    PodCliqueSet's spec (generation) and metadata."""
     if pcs is None:
         return None
     meta = pcs.metadata
@@ -76,6 +88,7 @@ def _render_inputs(dgd: DynamoGraphDeployment, pcs: PodCliqueSet | None) -> int 
         (
             dgd.metadata.generation,
             msgspec.json.encode(dgd.metadata.annotations),
+            extra,
             meta.uid,
             meta.generation,
             msgspec.json.encode((meta.labels, meta.annotations, meta.owner_references)),
@@ -106,6 +119,8 @@ class GroveProgram:
         shared_resources: Ref[EnsureShared],
         grove_scaler: Ref[Scale],
         topology_status: Ref[Project],
+        checkpoints: Ref[ResolveCheckpoints | FinalizeCheckpoints],
+        restart: Ref[ResolveRestart],
     ) -> None:
         self._config = config
         self._reader = reader
@@ -116,6 +131,8 @@ class GroveProgram:
         self._shared_resources = shared_resources
         self._grove_scaler = grove_scaler
         self._topology_status = topology_status
+        self._checkpoints = checkpoints
+        self._restart = restart
         # Memos of pure computations, as hashes of their inputs (a few bytes per DGD).
         self._hash_inputs: int | None = None
         self._hash = ""
@@ -159,16 +176,32 @@ class GroveProgram:
         shared = await self._shared_resources.ask(EnsureShared(dgd, result.dgd))
         if isinstance(shared, StepFailed):
             raise Failure(FAILED_TO_RECONCILE, shared.message)
-        # Step 5 (restarts) is refused above until the restart actor exists.
-        # Step 6: the Grove workloads (§9.2), then step 9, the success projection.
+        resolved = await self._checkpoints.ask(
+            ResolveCheckpoints(dgd=dgd, owner=result.dgd, worker_hash=desired_hash)
+        )
+        if isinstance(resolved, StepFailed):
+            raise Failure(FAILED_TO_RECONCILE, resolved.message)
+        infos = resolved.infos
+        result.status = msgspec.structs.replace(result.status, checkpoints=status_projection(infos))
+        # Step 5: the restart, resolved against the Grove children.
+        restart = await self._restart.ask(ResolveRestart(dgd=dgd, status=result.status, pathway="grove"))
+        result.status = msgspec.structs.replace(result.status, restart=restart.status)
+        if restart.event is not None:
+            result.queue(restart.event)
+        # Step 6: the Grove workloads (§9.2).
         try:
-            outcome = await self._workloads(result, dgd, desired_hash, observed, synced)
+            outcome = await self._workloads(result, dgd, desired_hash, observed, synced, restart.state, infos)
         except Failure as failure:
             message = f"failed to reconcile Grove workloads: {failure.message}"
             raise Failure(failure.reason, message, terminal=failure.terminal) from failure
         except (ClusterError, ActorError, InconsistentRevision) as error:
             raise _failure(error, "failed to reconcile Grove workloads") from error
-        # Steps 7-8 (checkpoint overlay, scaling adapters) are refused above until their actors exist.
+        # Step 7: a component waiting for its checkpoint makes the graph wait.
+        outcome = waiting_overlay(outcome, infos)
+        # Step 8: scaling adapters, except while waiting for a checkpoint.
+        if outcome.reason != WAITING_FOR_CHECKPOINT:
+            pass  # scaling adapters are refused above until their actor is wired
+        # Step 9: the success projection.
         result.status = apply_reconcile_result(
             result.status, outcome, generation=result.dgd.metadata.generation, now=self._now()
         )
@@ -180,30 +213,42 @@ class GroveProgram:
         desired_hash: str,
         observed: PodCliqueSet | None,
         synced: list[PodCliqueSet | None],
+        restart: RestartState,
+        infos: Mapping[str, CheckpointInfo],
     ) -> ReconcileResult:
         # 1. Plan the worker-hash transition (reads only): a new generation turns on the hash suffix.
         plan = plan_unmanaged(dict(result.dgd.metadata.annotations or {}), desired_hash)
+        gated = gated_components(infos)
+        stamps = restart.stamps()
+        extra = msgspec.json.encode((stamps, sorted(infos.items())))
         # 2. Render against the one observation (replicas and order kept, restart stamps carried),
         # unless neither the DGD nor the PodCliqueSet changed since the last sync left them equal.
-        inputs = _render_inputs(result.dgd, observed)
+        inputs = _render_inputs(result.dgd, observed, extra)
         if observed is not None and inputs == self._synced_inputs:
             pcs = observed
         else:
             rendered = render_pcs(
-                dgd, config=self._config, existing=observed, worker_generation_changed=plan.changed
+                dgd,
+                config=self._config,
+                existing=observed,
+                worker_generation_changed=plan.changed,
+                restart_at=stamps,
+                gated=gated,
             )
-            desired = apply_provider_overrides(msgspec.to_builtins(rendered), dgd)
+            desired = restore_cliques(
+                apply_provider_overrides(msgspec.to_builtins(rendered), dgd), infos, self._config
+            )
             # 3. Sync against that same observation; a conflict fails this run and the next starts fresh.
             try:
                 pcs = await self._syncer.sync(PCS, desired, observed, owner=result.dgd)
             except ClusterError as error:
                 raise _failure(error, "failed to reconcile the Grove PodCliqueSet") from error
-            self._synced_inputs = _render_inputs(result.dgd, pcs) if pcs is observed else None
+            self._synced_inputs = _render_inputs(result.dgd, pcs, extra) if pcs is observed else None
         synced.append(pcs)
         # 4. The write barrier: the worker hash is committed only once the PodCliqueSet carries it.
         await self._commit_worker_hash(result, plan.annotations, changed=plan.changed)
         # 5. Horizontal scale through the scale subresource, never the PodCliqueSet spec.
-        scaled = await self._grove_scaler.ask(Scale(dgd))
+        scaled = await self._grove_scaler.ask(Scale(dgd, gated))
         if isinstance(scaled, StepFailed):
             raise Failure(FAILED_TO_RECONCILE, f"failed to reconcile Grove scaling: {scaled.message}")
         # 6. Services and Ingress beside the workload; those of removed components go.

@@ -1,0 +1,224 @@
+"""The checkpoint-storage child of a DGD: checkpoint storage and each component's checkpoint (dgd-domain §10).
+
+``ResolveCheckpoints`` (step 5 of the shared resources, §7) ensures the storage PVC when the
+operator configures one, then resolves every component with ``experimental.checkpoint.enabled``
+to a ``CheckpointInfo``: a ``checkpointRef`` names an existing DynamoCheckpoint, which must exist;
+otherwise the DGD's automatic checkpoint ``checkpoint-<id>`` is read, and created when missing (its
+ID changes with the worker generation, so a new worker spec gets a new checkpoint).
+``FinalizeCheckpoints`` runs when the DGD is deleted (§10.7): the automatic checkpoints are deleted,
+or detached when their deletion policy is ``Retain``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import msgspec
+
+from dgd.actors.cache import Reader
+from dgd.actors.children.failure import StepFailed
+from dgd.actors.recorder import Recorder
+from dgd.actors.runtime import Actor, Request
+from dgd.actors.sync import Syncer, owner_reference
+from dgd.cluster.errors import AlreadyExists, ClusterError, NotFound
+from dgd.cluster.protocol import Cluster
+from dgd.cluster.resources import CHECKPOINT, PVC
+from dgd.domain.checkpoint import (
+    CheckpointInfo,
+    StorageError,
+    auto_checkpoint,
+    auto_name,
+    checkpoint_id,
+    config_of,
+    deletion_plan,
+    info_from,
+    job_pod_template,
+    storage_pvc,
+)
+from dgd.domain.metadata_keys import GRAPH_NAME
+from dgd.domain.render_errors import RenderError
+from dgd.domain.render_podspec import render_pod_spec
+from dgd.domain.shared_objects import discovery_account_name, discovery_enabled
+from dgd.domain.template_defaults import apply_template_defaults, graph_backend
+from dgd.messages.component import WORKER_TYPES, ComponentSpec
+from dgd.messages.config import OperatorConfig
+from dgd.messages.dgd import DynamoGraphDeployment
+
+logger = logging.getLogger("dgd.checkpoint")
+
+
+class CheckpointsResolved(msgspec.Struct, frozen=True):
+    """Every checkpointed component's info, by component name (empty: none is checkpointed)."""
+
+    infos: dict[str, CheckpointInfo]
+
+
+class ResolveCheckpoints(Request[CheckpointsResolved | StepFailed], frozen=True, kw_only=True):
+    """Resolve the checkpoints of ``dgd`` (defaulted); ``owner`` is the DGD as stored; workers'
+    automatic checkpoints are those of the worker generation ``worker_hash``."""
+
+    dgd: DynamoGraphDeployment
+    owner: DynamoGraphDeployment
+    worker_hash: str
+
+
+class CheckpointsFinalized(msgspec.Struct, frozen=True):
+    """The DGD's automatic checkpoints were deleted or detached."""
+
+    deleted: tuple[str, ...] = ()
+    detached: tuple[str, ...] = ()
+
+
+class FinalizeCheckpoints(Request[CheckpointsFinalized | StepFailed], frozen=True):
+    """§10.7 for the DGD ``dgd`` being deleted."""
+
+    dgd: DynamoGraphDeployment
+
+
+class CheckpointStorage(Actor[ResolveCheckpoints | FinalizeCheckpoints]):
+    """The only writer of a DGD's checkpoint storage PVC and automatic DynamoCheckpoints."""
+
+    def __init__(
+        self, *, cluster: Cluster, reader: Reader, syncer: Syncer, recorder: Recorder, config: OperatorConfig
+    ) -> None:
+        self._cluster = cluster
+        self._reader = reader
+        self._syncer = syncer
+        self._recorder = recorder
+        self._config = config
+
+    async def receive(
+        self, message: ResolveCheckpoints | FinalizeCheckpoints
+    ) -> CheckpointsResolved | CheckpointsFinalized | StepFailed:
+        if isinstance(message, FinalizeCheckpoints):
+            return await self._finalize(message.dgd)
+        return await self._resolve(message)
+
+    async def _resolve(self, message: ResolveCheckpoints) -> CheckpointsResolved | StepFailed:
+        dgd = message.dgd
+        checkpointed = [c for c in dgd.spec.components or [] if config_of(c) is not None]
+        if not checkpointed:
+            return CheckpointsResolved({})
+        if not self._config.checkpoint.enabled:
+            names = ", ".join(c.name for c in checkpointed)
+            return StepFailed(
+                f"component {names}: checkpoint functionality is disabled in the operator configuration"
+            )
+        try:
+            await self._storage(dgd, message.owner)
+        except (StorageError, ClusterError) as error:
+            return StepFailed(f"failed to ensure the checkpoint storage: {error}")
+        infos: dict[str, CheckpointInfo] = {}
+        for component in checkpointed:
+            try:
+                infos[component.name] = await self._info(dgd, message.owner, component, message.worker_hash)
+            except (ClusterError, RenderError) as error:
+                return StepFailed(f'component "{component.name}": failed to resolve its checkpoint: {error}')
+        return CheckpointsResolved(infos)
+
+    async def _storage(self, dgd: DynamoGraphDeployment, owner: DynamoGraphDeployment) -> None:
+        namespace = dgd.metadata.namespace or ""
+        wanted = storage_pvc(self._config, namespace)
+        if wanted is None:
+            return
+        name, create, body = wanted
+        if await self._reader.get(PVC.key(namespace, name)) is not None:
+            return
+        if not create:
+            raise StorageError(
+                f'PersistentVolumeClaim "{name}" does not exist and checkpoint.storage.pvc.create is false'
+            )
+        await self._syncer.create(PVC, body, owner=owner)  # shared per namespace: no owner reference
+
+    async def _info(
+        self,
+        dgd: DynamoGraphDeployment,
+        owner: DynamoGraphDeployment,
+        component: ComponentSpec,
+        worker_hash: str,
+    ) -> CheckpointInfo:
+        config = config_of(component)
+        assert config is not None
+        namespace = dgd.metadata.namespace or ""
+        if config.checkpoint_ref:
+            found = await self._reader.get(CHECKPOINT.key(namespace, config.checkpoint_ref))
+            if found is None:
+                raise NotFound(f'DynamoCheckpoint "{config.checkpoint_ref}" (checkpointRef) not found')
+            return info_from(found, config)
+        generation = worker_hash if component.type in WORKER_TYPES else ""
+        identifier = checkpoint_id(
+            namespace, dgd.metadata.name or "", dgd.metadata.uid or "", component.name, generation
+        )
+        live = await self._reader.get(CHECKPOINT.key(namespace, auto_name(identifier)))
+        if live is None:
+            body = auto_checkpoint(
+                dgd,
+                component,
+                identifier=identifier,
+                worker_hash=generation,
+                backend=self._backend(dgd),
+                job_pod_template=self._job_template(dgd, component),
+                owner=None if config.deletion_policy == "Retain" else owner_reference(owner),
+            )
+            try:
+                live = await self._syncer.create(CHECKPOINT, body, owner=owner)
+            except AlreadyExists:
+                live = None
+            if live is None:
+                live = await self._cluster.get(CHECKPOINT.key(namespace, auto_name(identifier)))
+        return info_from(live, config, fallback_id=identifier)
+
+    def _backend(self, dgd: DynamoGraphDeployment) -> str:
+        backend = graph_backend(dgd)
+        if not backend:
+            raise RenderError("spec.backendFramework", "a checkpoint needs the backend framework; set it")
+        return backend
+
+    def _job_template(self, dgd: DynamoGraphDeployment, component: ComponentSpec) -> dict[str, object]:
+        config = config_of(component)
+        assert config is not None
+        prepared = apply_template_defaults(component, dgd)
+        pod_spec = render_pod_spec(
+            prepared,
+            role="main",
+            backend=self._backend(dgd),  # type: ignore[arg-type]
+            deployer="grove",
+            namespace=dgd.metadata.namespace or "",
+            parent_dgd_name=dgd.metadata.name or "",
+            config=self._config,
+        )
+        if discovery_enabled(dgd, self._config):
+            pod_spec["serviceAccountName"] = discovery_account_name(dgd.metadata.name or "")
+        metadata = dict((prepared.pod_template or {}).get("metadata") or {})
+        return job_pod_template(pod_spec, metadata, config)
+
+    async def _finalize(self, dgd: DynamoGraphDeployment) -> CheckpointsFinalized | StepFailed:
+        namespace = dgd.metadata.namespace or ""
+        name = dgd.metadata.name or ""
+        try:
+            listed = (
+                await self._cluster.list(
+                    CHECKPOINT, namespace=namespace, label_selector=f"{GRAPH_NAME}={name}"
+                )
+            ).items
+        except NotFound:
+            return CheckpointsFinalized()  # the cluster does not serve DynamoCheckpoints
+        except ClusterError as error:
+            return StepFailed(f"failed to list the DGD's checkpoints: {error}")
+        delete, detach = deletion_plan(listed, name)
+        try:
+            for checkpoint in detach:
+                key = CHECKPOINT.key(namespace, checkpoint["metadata"]["name"])
+                await self._cluster.patch(
+                    key, {"metadata": {"ownerReferences": None, "labels": {GRAPH_NAME: None}}}
+                )
+            for checkpoint in delete:
+                await self._syncer.delete(CHECKPOINT, checkpoint, owner=dgd, why="its DGD was deleted")
+        except NotFound:
+            pass
+        except ClusterError as error:
+            return StepFailed(f"failed to clean up the DGD's checkpoints: {error}")
+        return CheckpointsFinalized(
+            deleted=tuple(c["metadata"]["name"] for c in delete),
+            detached=tuple(c["metadata"]["name"] for c in detach),
+        )

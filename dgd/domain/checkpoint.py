@@ -1,0 +1,454 @@
+"""Checkpoints (snapshot/restore) of components (dgd-domain §10, supplement §5), as pure functions.
+
+A component with ``experimental.checkpoint.enabled`` resolves to a ``CheckpointInfo``: the
+``DynamoCheckpoint`` it restores from (one the DGD creates and owns, ``checkpoint-<id>``, or the
+user's ``checkpointRef``), whether that checkpoint is ``Ready``, and the startup policy.
+``is_gated`` is **the** WaitForCheckpoint predicate: both programs, the Grove scaler and the
+scaling-adapter step ask it, and nothing else decides whether a component waits. The
+``checkpoint-storage`` child actor does the reads and writes; this module decides what they are.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import posixpath
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import msgspec
+
+from dgd.domain.metadata_keys import COMPONENT, GRAPH_NAME, WORKER_HASH
+from dgd.domain.pod_merge import JSON
+from dgd.domain.projection import ReconcileResult
+from dgd.messages.component import ComponentCheckpoint, ComponentSpec
+from dgd.messages.config import OperatorConfig
+from dgd.messages.dgd import ComponentCheckpointStatus, DynamoGraphDeployment
+
+API_VERSION = "nvidia.com/v1alpha1"
+KIND = "DynamoCheckpoint"
+FINALIZER = "nvidia.com/finalizer"
+AUTO = "nvidia.com/dynamo-auto-checkpoint"
+DELETION_POLICY = "nvidia.com/dynamo-checkpoint-deletion-policy"
+ARTIFACT_VERSION = "nvidia.com/snapshot-artifact-version"
+CHECKPOINT_ID = "nvidia.com/snapshot-checkpoint-id"
+RESTORE_TARGET = "nvidia.com/snapshot-is-restore-target"
+TARGET_CONTAINERS = "nvidia.com/snapshot-target-containers"
+STORAGE_TYPE = "nvidia.com/snapshot-storage-type"
+STORAGE_BASE_PATH = "nvidia.com/snapshot-storage-base-path"
+RESTORE_CANDIDATE = "nvidia.com/dynamo-checkpoint-restore-candidate"
+CHECKPOINT_NAME = "nvidia.com/dynamo-checkpoint-name"
+STARTUP_POLICY = "nvidia.com/dynamo-checkpoint-startup-policy"
+_CANDIDATE_KEYS = (RESTORE_CANDIDATE, CHECKPOINT_NAME, STARTUP_POLICY)
+
+WAITING_FOR_CHECKPOINT = "waiting_for_checkpoint"
+WAIT = "WaitForCheckpoint"
+IMMEDIATE = "Immediate"
+DEFAULT_SECCOMP_PROFILE = "profiles/block-iouring.json"
+CONTROL_DIR = "/snapshot-control"
+_PROBE_FAILURES = 1800
+
+
+class CheckpointInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """What a component's checkpoint is, as one reconcile resolved it (§10.3)."""
+
+    enabled: bool = False
+    exists: bool = False
+    name: str | None = None
+    checkpoint_id: str | None = None
+    artifact_version: str = "1"
+    ready: bool = False
+    startup_policy: str = IMMEDIATE
+    targets: tuple[str, ...] = ()
+
+    def target_containers(self) -> tuple[str, ...]:
+        return self.targets or ("main",)
+
+
+def is_gated(info: CheckpointInfo | None) -> bool:
+    """The WaitForCheckpoint gate (§10.4): the component waits at 0 replicas for its checkpoint."""
+    return info is not None and info.enabled and info.startup_policy == WAIT and not info.ready
+
+
+def gated_components(infos: Mapping[str, CheckpointInfo]) -> frozenset[str]:
+    """Every component the gate holds at 0 replicas."""
+    return frozenset(name for name, info in infos.items() if is_gated(info))
+
+
+def config_of(component: ComponentSpec) -> ComponentCheckpoint | None:
+    """The component's checkpoint configuration, when checkpointing is on for it."""
+    experimental = component.experimental
+    found = experimental.checkpoint if experimental is not None else None
+    return found if found is not None and found.enabled else None
+
+
+def checkpoint_id(namespace: str, dgd_name: str, dgd_uid: str, component: str, worker_hash: str) -> str:
+    """The ID of an automatic checkpoint: a new worker generation is a new checkpoint (§10.3 step 1)."""
+    identity = {
+        "namespace": namespace,
+        "dgdName": dgd_name,
+        "dgdUID": dgd_uid,
+        "componentName": component,
+        "workerHash": worker_hash,
+    }
+    encoded = json.dumps(identity, separators=(",", ":"))
+    return hashlib.sha256(encoded.encode()).hexdigest()[:32]
+
+
+def auto_name(identifier: str) -> str:
+    return f"checkpoint-{identifier}"
+
+
+def observed_id(checkpoint: JSON) -> str | None:
+    """A DynamoCheckpoint's ID (supplement §5.2): status, then the deprecated hash, then the label."""
+    status = checkpoint.get("status") or {}
+    labels = (checkpoint.get("metadata") or {}).get("labels") or {}
+    return status.get("checkpointID") or status.get("identityHash") or labels.get(CHECKPOINT_ID)
+
+
+def info_from(
+    checkpoint: JSON | None, config: ComponentCheckpoint, *, fallback_id: str | None = None
+) -> CheckpointInfo:
+    """The info of a component whose checkpoint CR is ``checkpoint`` (``None``: not created yet)."""
+    policy = config.startup_policy or IMMEDIATE
+    targets = (config.target_container_name,) if config.target_container_name else ()
+    if checkpoint is None:
+        return CheckpointInfo(enabled=True, startup_policy=policy, targets=targets, checkpoint_id=fallback_id)
+    metadata = checkpoint.get("metadata") or {}
+    status = checkpoint.get("status") or {}
+    return CheckpointInfo(
+        enabled=True,
+        exists=True,
+        name=metadata.get("name"),
+        checkpoint_id=observed_id(checkpoint) or fallback_id,
+        artifact_version=(metadata.get("annotations") or {}).get(ARTIFACT_VERSION) or "1",
+        ready=status.get("phase") == "Ready",
+        startup_policy=policy,
+        targets=targets,
+    )
+
+
+def status_projection(infos: Mapping[str, CheckpointInfo]) -> dict[str, ComponentCheckpointStatus] | None:
+    """``status.checkpoints``: one entry per checkpointed component (§10.3)."""
+    out = {
+        name: ComponentCheckpointStatus(
+            checkpoint_name=info.name,
+            checkpoint_id=info.checkpoint_id,
+            identity_hash=info.checkpoint_id,
+            ready=info.ready,
+        )
+        for name, info in sorted(infos.items())
+        if info.enabled
+    }
+    return out or None
+
+
+def waiting_overlay(result: ReconcileResult, infos: Mapping[str, CheckpointInfo]) -> ReconcileResult:
+    """§6.3 ``applyCheckpointStartupReadiness``: a gated component makes the graph wait for it."""
+    waiting = sorted(
+        f"{name} ({info.name})" if info.name else name for name, info in infos.items() if is_gated(info)
+    )
+    if not waiting:
+        return result
+    return msgspec.structs.replace(
+        result,
+        state="pending",
+        reason=WAITING_FOR_CHECKPOINT,
+        message=f"Waiting for checkpoints: {', '.join(waiting)}",
+    )
+
+
+# The automatic DynamoCheckpoint (§10.3 step 4).
+
+
+def auto_checkpoint(
+    dgd: DynamoGraphDeployment,
+    component: ComponentSpec,
+    *,
+    identifier: str,
+    worker_hash: str,
+    backend: str,
+    job_pod_template: JSON,
+    owner: JSON | None,
+) -> JSON:
+    """The DynamoCheckpoint a DGD creates for ``component``; ``owner`` is its controller reference
+    (``None`` under ``Retain``: the checkpoint outlives the DGD)."""
+    config = config_of(component)
+    assert config is not None
+    namespace, name = dgd.metadata.namespace or "", dgd.metadata.name or ""
+    labels = {CHECKPOINT_ID: identifier, GRAPH_NAME: name, COMPONENT: component.name}
+    if worker_hash:
+        labels[WORKER_HASH] = worker_hash
+    metadata: JSON = {
+        "name": auto_name(identifier),
+        "namespace": namespace,
+        "labels": dict(sorted(labels.items())),
+        "annotations": {
+            ARTIFACT_VERSION: "1",
+            AUTO: "true",
+            DELETION_POLICY: config.deletion_policy or "Delete",
+        },
+        "finalizers": [FINALIZER],
+    }
+    if owner is not None:
+        metadata["ownerReferences"] = [owner]
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": metadata,
+        "spec": {
+            "identity": {
+                "model": f"{namespace}/{name}",
+                "backendFramework": backend,
+                "extraParameters": {
+                    "dgdUID": dgd.metadata.uid or "",
+                    "component": component.name,
+                    "checkpointID": identifier,
+                },
+            },
+            "job": {
+                "podTemplateSpec": job_pod_template,
+                "targetContainerName": config.target_container_name or "main",
+            },
+        },
+    }
+
+
+def job_pod_template(pod_spec: JSON, template_metadata: JSON, config: ComponentCheckpoint) -> JSON:
+    """The checkpoint Job's pod: the component's rendered pod with only the target container, never
+    restarted, with the component's pod-template metadata and the ``job.podTemplate`` overrides."""
+    target = config.target_container_name or "main"
+    spec = copy.deepcopy(pod_spec)
+    spec["containers"] = [c for c in spec.get("containers") or [] if c.get("name") == target]
+    spec["restartPolicy"] = "Never"
+    template: JSON = {"metadata": copy.deepcopy(template_metadata), "spec": spec}
+    overrides = config.job.pod_template if config.job is not None else None
+    if overrides:
+        template = _merged(template, overrides)
+    if not template["metadata"]:
+        del template["metadata"]
+    return template
+
+
+def _merged(base: Any, override: Any) -> Any:
+    if isinstance(base, dict) and isinstance(override, dict):
+        out = dict(base)
+        for key, value in override.items():
+            out[key] = _merged(base.get(key), value) if key in base else copy.deepcopy(value)
+        return out
+    return copy.deepcopy(override)
+
+
+# Deletion (§10.7).
+
+
+def deletion_plan(checkpoints: Iterable[JSON], dgd_name: str) -> tuple[list[JSON], list[JSON]]:
+    """Of the DGD's automatic checkpoints: those to delete, and those to detach (``Retain``)."""
+    delete: list[JSON] = []
+    detach: list[JSON] = []
+    for checkpoint in checkpoints:
+        metadata = checkpoint.get("metadata") or {}
+        annotations = metadata.get("annotations") or {}
+        if (metadata.get("labels") or {}).get(GRAPH_NAME) != dgd_name or annotations.get(AUTO) != "true":
+            continue
+        (detach if annotations.get(DELETION_POLICY) == "Retain" else delete).append(checkpoint)
+    return delete, detach
+
+
+# Storage (§10.2).
+
+
+class StorageError(ValueError):
+    """The checkpoint storage configuration cannot be used (names the config key)."""
+
+
+def storage_pvc(config: OperatorConfig, namespace: str) -> tuple[str, bool, JSON] | None:
+    """The storage PVC: its name, whether to create it when missing, and its body; ``None`` when no
+    storage is configured (it is discovered at restore time)."""
+    storage = config.checkpoint.storage
+    pvc = storage.pvc
+    if not storage.type and not pvc.pvc_name and not pvc.base_path:
+        return None
+    if storage.type and storage.type != "pvc":
+        return None  # s3 and oci are accepted and not implemented (§21 item 15)
+    if not pvc.pvc_name or not pvc.base_path:
+        raise StorageError("checkpoint.storage.pvc: pvcName and basePath are required")
+    body: JSON = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {
+            "name": pvc.pvc_name,
+            "namespace": namespace,
+            "labels": {
+                "app.kubernetes.io/component": "checkpoint-storage",
+                "app.kubernetes.io/managed-by": "dynamo-operator",
+                "app.kubernetes.io/name": "dynamo",
+            },
+        },
+        "spec": {
+            "accessModes": [pvc.access_mode or "ReadWriteMany"],
+            "volumeMode": "Filesystem",
+            "resources": {"requests": {"storage": pvc.size}},
+        },
+    }
+    if pvc.storage_class_name:
+        body["spec"]["storageClassName"] = pvc.storage_class_name
+    return pvc.pvc_name, pvc.create, body
+
+
+# Pod shaping (§10.5, §10.6).
+
+
+def dcd_adjustment(spec: JSON, info: CheckpointInfo) -> JSON:
+    """§10.5: the DCD spec (JSON) of a checkpointed component, adjusted."""
+    out = copy.deepcopy(spec)
+    if info.exists and info.name:
+        experimental = dict(out.get("experimental") or {})
+        experimental["checkpoint"] = {
+            "enabled": True,
+            "checkpointRef": info.name,
+            "startupPolicy": info.startup_policy,
+        }
+        out["experimental"] = experimental
+    if is_gated(info):
+        out["replicas"] = 0
+        return out
+    if info.startup_policy == IMMEDIATE and info.exists:
+        out["podTemplate"] = candidate_template(out.get("podTemplate") or {}, info)
+    return out
+
+
+def candidate_template(template: JSON, info: CheckpointInfo) -> JSON:
+    """§10.6 (b): the pod template carries the restore-candidate annotations only."""
+    out = copy.deepcopy(template)
+    metadata = dict(out.get("metadata") or {})
+    annotations = dict(metadata.get("annotations") or {})
+    annotations.update(
+        {
+            RESTORE_CANDIDATE: "true",
+            CHECKPOINT_NAME: info.name or "",
+            STARTUP_POLICY: IMMEDIATE,
+            TARGET_CONTAINERS: ",".join(info.target_containers()),
+        }
+    )
+    metadata["annotations"] = dict(sorted(annotations.items()))
+    out["metadata"] = metadata
+    return {key: out[key] for key in sorted(out, key=lambda k: (k != "metadata", k != "spec"))}
+
+
+def restore_pod(
+    pod_spec: JSON,
+    labels: dict[str, str],
+    annotations: dict[str, str],
+    info: CheckpointInfo,
+    config: OperatorConfig,
+) -> tuple[JSON, dict[str, str], dict[str, str]]:
+    """§10.6 (a): a pod spec and its metadata shaped to restore from the (ready) checkpoint."""
+    spec = copy.deepcopy(pod_spec)
+    targets = set(info.target_containers())
+    storage = config.checkpoint.storage.pvc
+    seccomp = config.checkpoint.seccomp
+    if not seccomp.disabled:
+        security = dict(spec.get("securityContext") or {})
+        security["seccompProfile"] = {
+            "type": "Localhost",
+            "localhostProfile": seccomp.profile or DEFAULT_SECCOMP_PROFILE,
+        }
+        spec["securityContext"] = security
+    volumes = [
+        v
+        for v in spec.get("volumes") or []
+        if v.get("name") not in ("checkpoint-storage", "snapshot-control")
+    ]
+    base_path = posixpath.normpath(storage.base_path) if storage.base_path else ""
+    if storage.pvc_name and base_path:
+        volumes.append(
+            {"name": "checkpoint-storage", "persistentVolumeClaim": {"claimName": storage.pvc_name}}
+        )
+    volumes.append({"name": "snapshot-control", "emptyDir": {}})
+    spec["volumes"] = volumes
+    containers = []
+    for container in spec.get("containers") or []:
+        if container.get("name") in targets:
+            container = _restore_container(container, storage.pvc_name and base_path)
+        containers.append(container)
+    spec["containers"] = containers
+    labels = {**labels, RESTORE_TARGET: "true", CHECKPOINT_ID: info.checkpoint_id or ""}
+    annotations = {k: v for k, v in annotations.items() if k not in _CANDIDATE_KEYS}
+    annotations[ARTIFACT_VERSION] = info.artifact_version
+    annotations[TARGET_CONTAINERS] = ",".join(info.target_containers())
+    if storage.pvc_name and base_path:
+        annotations[STORAGE_TYPE] = "pvc"
+        annotations[STORAGE_BASE_PATH] = base_path
+    return spec, dict(sorted(labels.items())), dict(sorted(annotations.items()))
+
+
+def _restore_container(container: JSON, base_path: str) -> JSON:
+    out = copy.deepcopy(container)
+    name = str(out.get("name"))
+    mounts = [
+        m
+        for m in out.get("volumeMounts") or []
+        if m.get("name") not in ("checkpoint-storage", "snapshot-control")
+    ]
+    if base_path:
+        mounts.append({"name": "checkpoint-storage", "mountPath": base_path})
+    mounts.append({"name": "snapshot-control", "mountPath": CONTROL_DIR, "subPath": name})
+    out["volumeMounts"] = mounts
+    env = [
+        e
+        for e in out.get("env") or []
+        if e.get("name") not in ("DYN_SNAPSHOT_CONTROL_DIR", "DYN_SNAPSHOT_RESTORE_STANDBY")
+    ]
+    env += [
+        {"name": "DYN_SNAPSHOT_CONTROL_DIR", "value": CONTROL_DIR},
+        {"name": "DYN_SNAPSHOT_RESTORE_STANDBY", "value": "1"},
+    ]
+    out["env"] = env
+    source = out.get("startupProbe") or out.get("livenessProbe") or out.get("readinessProbe")
+    if source is not None:
+        probe = copy.deepcopy(source)
+        probe.update(
+            initialDelaySeconds=0, periodSeconds=1, failureThreshold=_PROBE_FAILURES, successThreshold=1
+        )
+    else:
+        probe = {
+            "exec": {"command": ["cat", f"{CONTROL_DIR}/restore-complete"]},
+            "periodSeconds": 1,
+            "failureThreshold": _PROBE_FAILURES,
+        }
+    out["startupProbe"] = probe
+    return out
+
+
+def restore_cliques(pcs: JSON, infos: Mapping[str, CheckpointInfo], config: OperatorConfig) -> JSON:
+    """The PodCliqueSet (JSON) with each checkpointed component's cliques shaped to restore (§10.6):
+    render-time restore once a WaitForCheckpoint checkpoint is ready, restore-candidate annotations
+    for an Immediate one that exists."""
+    if not any(info.enabled for info in infos.values()):
+        return pcs
+    out = copy.deepcopy(pcs)
+    for clique in ((out.get("spec") or {}).get("template") or {}).get("cliques") or []:
+        info = infos.get((clique.get("labels") or {}).get(COMPONENT, ""))
+        if info is None or not info.enabled:
+            continue
+        labels = dict(clique.get("labels") or {})
+        annotations = dict(clique.get("annotations") or {})
+        if info.startup_policy == WAIT and info.ready:
+            spec = clique.setdefault("spec", {})
+            spec["podSpec"], labels, annotations = restore_pod(
+                spec.get("podSpec") or {}, labels, annotations, info, config
+            )
+        elif info.startup_policy == IMMEDIATE and info.exists:
+            annotations.update(
+                {
+                    RESTORE_CANDIDATE: "true",
+                    CHECKPOINT_NAME: info.name or "",
+                    STARTUP_POLICY: IMMEDIATE,
+                    TARGET_CONTAINERS: ",".join(info.target_containers()),
+                }
+            )
+        clique["labels"] = dict(sorted(labels.items()))
+        clique["annotations"] = dict(sorted(annotations.items())) or None
+    return out
