@@ -38,6 +38,7 @@ from dgd.actors.children.failure import StepFailed
 from dgd.actors.children.grove_scaler import GroveScaler, Scale
 from dgd.actors.children.restart import ResolveRestart, RestartResolver
 from dgd.actors.children.rollout import Prepare, Rollout, ScaleOld
+from dgd.actors.children.scaling_adapters import ReconcileAdapters, ScalingAdapters
 from dgd.actors.children.shared_resources import EnsureShared, SharedResources
 from dgd.actors.children.topology_status import Project, TopologyStatus
 from dgd.actors.primary import FINALIZER, PrimaryWriter
@@ -284,6 +285,15 @@ class DGDActor(Actor[Nudge]):
             )
         )
 
+    async def _scaling_adapters(self) -> Ref[ReconcileAdapters]:
+        return await self._child(
+            ChildSpec(
+                "scaling-adapters",
+                lambda: ScalingAdapters(cluster=self._cluster, reader=self._reader, recorder=self._recorder),
+                Restart.PERMANENT,
+            )
+        )
+
     async def _restart(self) -> Ref[ResolveRestart]:
         return await self._child(
             ChildSpec("restart", lambda: RestartResolver(reader=self._reader), Restart.PERMANENT)
@@ -314,6 +324,7 @@ class DGDActor(Actor[Nudge]):
             rollout=rollout,
             checkpoints=await self._checkpoint_storage(),
             restart=await self._restart(),
+            adapters=await self._scaling_adapters(),
         )
 
     async def _grove_program(self) -> Program:
@@ -341,6 +352,7 @@ class DGDActor(Actor[Nudge]):
             topology_status=topology,
             checkpoints=await self._checkpoint_storage(),
             restart=await self._restart(),
+            adapters=await self._scaling_adapters(),
         )
 
     # The status: one writer, one write, events only after it.

@@ -1,15 +1,22 @@
-"""The router: every watch event becomes a nudge to the actor of the DGD it concerns (dgd-domain §16).
+"""The router: every watch event becomes a nudge to the actor it concerns (dgd-domain §16, §13.3).
 
-It owns the lifecycle of DGD actors under the ``dgds`` dynamic supervisor: started on first sight of
-a DGD, stopped when the DGD is gone. Nothing is started until every informer finished its first
-list (as controller-runtime waits for its caches), so no DGD actor ever reconciles against a
-half-filled cache. After a restart the router rebuilds from the cache: it ensures an actor for
-every DGD there, stops actors of DGDs that are gone, and nudges them all.
+It owns the lifecycle of two families of per-object actors, each under its dynamic supervisor: DGD
+actors (``dgds``) and scaling-adapter actors (``adapters``, the DGDSA controller). An actor is
+started on first sight of its object and stopped when the object is gone. Nothing is started until
+every informer finished its first list (as controller-runtime waits for its caches), so no actor
+ever reconciles against a half-filled cache. After a restart the router rebuilds from the cache: it
+ensures an actor for every DGD and adapter there, stops actors of objects that are gone, and nudges
+them all.
 
-Which events nudge (the watch predicates):
+Which events nudge a DGD actor (the watch predicates):
 
 * DGD: first sight; a ``generation`` change or a newly set deletionTimestamp (status and metadata
   edits do not); deletion stops its actor.
+* DynamoGraphDeploymentScalingAdapter: deletion only, mapped to the DGD that controls it.
+* DynamoCheckpoint: updates and deletions (not creations) of checkpoints annotated
+  ``nvidia.com/dynamo-auto-checkpoint: "true"``, mapped through their
+  ``nvidia.com/dynamo-graph-deployment-name`` label (how ``WaitForCheckpoint`` learns a checkpoint
+  became Ready).
 * PodCliqueSet, Service and every other kind the DGD controls (owner reference with
   ``controller: true``): updates and deletions, not creations (the DGD actor made them).
 * PodClique: updates that change what readiness reads; mapped through the
@@ -19,8 +26,15 @@ Which events nudge (the watch predicates):
   changes its membership labels or whether it has ended; mapped through its DGD-name label.
 * Anything a re-list found changed (the informer missed events while it was not watching).
 
-A periodic resync (``resync`` seconds, default 10 minutes) nudges every DGD, so drift in children
-nobody watches is repaired too.
+Which events nudge an adapter actor:
+
+* DynamoGraphDeploymentScalingAdapter: first sight (which starts it) and a ``generation`` change
+  (a new ``spec.replicas``; its own status writes do not); deletion stops its actor.
+* DGD: creation, deletion, and an update whose components differ in names or replicas; every
+  adapter whose ``spec.dgdRef.name`` is that DGD is nudged.
+
+A periodic resync (``resync`` seconds, default 10 minutes) nudges every DGD and every adapter, so
+drift in children nobody watches is repaired too.
 """
 
 from __future__ import annotations
@@ -47,7 +61,8 @@ from dgd.actors.runtime import (
     Timer,
     WhichChildren,
 )
-from dgd.cluster.resources import DGD, PCLQ, PCS, PCSG, POD
+from dgd.cluster.resources import CHECKPOINT, DGD, DGDSA, PCLQ, PCS, PCSG, POD
+from dgd.domain.checkpoint import AUTO as AUTO_CHECKPOINT
 from dgd.domain.metadata_keys import GRAPH_NAME, SELECTOR
 from dgd.messages import dgd as dgd_messages
 from dgd.messages import grove
@@ -65,8 +80,17 @@ class Resync(msgspec.Struct, frozen=True):
 
 RouterMessage = Observed | Synced | Resync
 
-#: Builds the DGD actor of ``namespace/name``.
+#: Builds the actor of the object ``namespace/name`` (a DGD, or a scaling adapter).
 Spawn = Callable[[str, str], ChildSpec[Any]]
+
+
+class Family:
+    """Per-object actors under one dynamic supervisor: its path, how to build one, and which run."""
+
+    def __init__(self, path: str, spawn: Spawn) -> None:
+        self.path = path
+        self.spawn = spawn
+        self.running: set[str] = set()
 
 
 def _meta(obj: Any) -> tuple[str | None, dict[str, str], list[Any]]:
@@ -104,6 +128,12 @@ def _scaling_group_dgd(obj: Any, cache: Cache) -> tuple[str, str] | None:
         return None
     pcs = cache.get(PCS, *owner)
     return _controlling_dgd(pcs, cache) if pcs is not None else None
+
+
+def _auto_checkpoint_dgd(obj: Any, cache: Cache) -> tuple[str, str] | None:
+    # Only the checkpoints a DGD made for itself wake it (dgd-domain §10.3 "Re-triggering").
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    return _labelled_dgd(obj, cache) if annotations.get(AUTO_CHECKPOINT) == "true" else None
 
 
 def _changed_or_deleted(event_type: str, old: Any, new: Any) -> bool:
@@ -166,6 +196,7 @@ ROUTES: dict[str, Route] = {
     str(PCLQ): Route(_readiness_changed, _labelled_dgd),
     str(PCSG): Route(_readiness_changed, _scaling_group_dgd),
     str(POD): Route(_pod_changed, _labelled_dgd),
+    str(CHECKPOINT): Route(_changed_or_deleted, _auto_checkpoint_dgd),
 }
 OWNED = Route(_changed_or_deleted, _controlling_dgd)
 
@@ -179,8 +210,27 @@ def _dgd_nudges(event_type: str, old: Any, new: Any) -> bool:
     )
 
 
+def _replica_view(dgd: Any) -> tuple[tuple[str, int | None], ...]:
+    """What the scaling adapters of a DGD read of it: its components' names and replicas."""
+    return tuple((c.name, c.replicas) for c in dgd.spec.components or ())
+
+
+def _adapters_concerned(event_type: str, old: Any, new: Any) -> bool:
+    if event_type != "MODIFIED" or old is None:
+        return True
+    return _replica_view(old) != _replica_view(new)
+
+
+def _adapter_nudges(old: Any, new: Any) -> bool:
+    return old is None or bool(old.metadata.generation != new.metadata.generation)
+
+
+def _key(obj: Any) -> str:
+    return f"{obj.metadata.namespace}/{obj.metadata.name}"
+
+
 class Router(Actor[RouterMessage]):
-    """Maps watch events to DGD actors; starts and stops those actors."""
+    """Maps watch events to DGD and adapter actors; starts and stops those actors."""
 
     mailbox = MailboxConfig(capacity=10_000)
 
@@ -190,16 +240,17 @@ class Router(Actor[RouterMessage]):
         cache: Cache,
         dgds: str,
         spawn: Spawn,
+        adapters: str,
+        spawn_adapter: Spawn,
         informers: Set[str],
         resync: float | None = DEFAULT_RESYNC,
     ) -> None:
         self._cache = cache
-        self._dgds_path = dgds
-        self._spawn = spawn
+        self._dgds = Family(dgds, spawn)
+        self._adapters = Family(adapters, spawn_adapter)
         self._informers = frozenset(informers)
         self._resync = resync
         self._live = False
-        self._actors: set[str] = set()
         self._timer: Timer | None = None
 
     async def on_start(self) -> None:
@@ -222,65 +273,99 @@ class Router(Actor[RouterMessage]):
                     await self._route(resource, event_type, old, new, relisted)
             case Resync():
                 self._schedule_resync()
-                for actor_id in sorted(self._actors):
-                    self._nudge(actor_id)
+                for family in (self._dgds, self._adapters):
+                    for actor_id in sorted(family.running):
+                        self._nudge(family, actor_id)
 
     def _all_synced(self) -> bool:
         return all(self._cache.synced_id(rid) for rid in self._informers)
 
     async def _go_live(self) -> None:
-        # Level-triggered: an actor for every DGD in the cache, none for DGDs that are gone.
+        # Level-triggered: an actor for every object in the cache, none for objects that are gone.
         self._live = True
-        dgds: Ref[Any] = Ref(self.context.system, self._dgds_path)
-        wanted = {f"{d.metadata.namespace}/{d.metadata.name}": d for d in self._cache.list(DGD)}
-        running: ChildIds = await dgds.ask(WhichChildren())
+        await self._rebuild(self._dgds, {_key(d) for d in self._cache.list(DGD)})
+        adapters = self._cache.list(DGDSA) if self._cache.caches(DGDSA) else []
+        await self._rebuild(self._adapters, {_key(a) for a in adapters})
+
+    async def _rebuild(self, family: Family, wanted: set[str]) -> None:
+        supervisor: Ref[Any] = Ref(self.context.system, family.path)
+        running: ChildIds = await supervisor.ask(WhichChildren())
         for actor_id in running.ids:
             if actor_id not in wanted:
-                await dgds.ask(StopChild(actor_id))
-        self._actors = set()
+                await supervisor.ask(StopChild(actor_id))
+        family.running = set()
         for actor_id in sorted(wanted):
-            if not await self._ensure(actor_id):
-                self._nudge(actor_id)  # it was running already (a new actor reconciles as it starts)
+            if not await self._ensure(family, actor_id):
+                self._nudge(family, actor_id)  # it was running already (a new actor reconciles as it starts)
 
     async def _route(self, resource: str, event_type: str, old: Any, new: Any, relisted: bool) -> None:
+        # A deletion a re-list found has no new version: the last one seen stands for it.
+        new = new if new is not None else old
         if resource == str(DGD):
-            actor_id = f"{new.metadata.namespace}/{new.metadata.name}"
-            if event_type == "DELETED":
-                await self._stop(actor_id)
-            elif actor_id not in self._actors:
-                if not await self._ensure(actor_id):
-                    self._nudge(actor_id)
-            elif _dgd_nudges(event_type, old, new):
-                self._nudge(actor_id)
+            await self._route_dgd(event_type, old, new)
+            return
+        if resource == str(DGDSA):
+            await self._route_adapter(event_type, old, new, relisted)
             return
         route = ROUTES.get(resource, OWNED)
         # A change found by a re-list hides the events before it: it always nudges.
         if not relisted and not route.nudges(event_type, old, new):
             return
-        owner = route.owner(new if new is not None else old, self._cache)
+        owner = route.owner(new, self._cache)
         if owner is not None:
-            actor_id = f"{owner[0]}/{owner[1]}"
-            if actor_id in self._actors:
-                self._nudge(actor_id)
+            self._nudge_if_running(self._dgds, f"{owner[0]}/{owner[1]}")
 
-    async def _ensure(self, actor_id: str) -> bool:
-        """Make sure the DGD's actor runs; ``True`` if it was started now (it then reconciles by itself)."""
+    async def _route_dgd(self, event_type: str, old: Any, new: Any) -> None:
+        actor_id = _key(new)
+        if event_type == "DELETED":
+            await self._stop(self._dgds, actor_id)
+        elif actor_id not in self._dgds.running:
+            if not await self._ensure(self._dgds, actor_id):
+                self._nudge(self._dgds, actor_id)
+        elif _dgd_nudges(event_type, old, new):
+            self._nudge(self._dgds, actor_id)
+        # The adapters that drive this DGD's replicas see every change of them.
+        if self._cache.caches(DGDSA) and _adapters_concerned(event_type, old, new):
+            for adapter in self._cache.list(DGDSA, new.metadata.namespace):
+                if adapter.spec.dgd_ref.name == new.metadata.name:
+                    self._nudge_if_running(self._adapters, _key(adapter))
+
+    async def _route_adapter(self, event_type: str, old: Any, new: Any, relisted: bool) -> None:
+        actor_id = _key(new)
+        if event_type == "DELETED":
+            await self._stop(self._adapters, actor_id)
+            # The DGD that controls it recreates it if it still wants it.
+            owner = _controlling_dgd(new, self._cache)
+            if owner is not None:
+                self._nudge_if_running(self._dgds, f"{owner[0]}/{owner[1]}")
+        elif actor_id not in self._adapters.running:
+            if not await self._ensure(self._adapters, actor_id):
+                self._nudge(self._adapters, actor_id)
+        elif relisted or _adapter_nudges(old, new):
+            self._nudge(self._adapters, actor_id)
+
+    async def _ensure(self, family: Family, actor_id: str) -> bool:
+        """Make sure the object's actor runs; ``True`` if started now (it then reconciles by itself)."""
         namespace, _, name = actor_id.partition("/")
-        dgds: Ref[Any] = Ref(self.context.system, self._dgds_path)
-        answer = await dgds.ask(StartChild(self._spawn(namespace, name)))
+        supervisor: Ref[Any] = Ref(self.context.system, family.path)
+        answer = await supervisor.ask(StartChild(family.spawn(namespace, name)))
         if isinstance(answer, StartRefused):
-            logger.error("could not start the actor of DGD %s: %s", actor_id, answer.reason)
+            logger.error("could not start the actor of %s: %s", actor_id, answer.reason)
             return False
-        self._actors.add(actor_id)
+        family.running.add(actor_id)
         return answer.created
 
-    async def _stop(self, actor_id: str) -> None:
-        self._actors.discard(actor_id)
-        dgds: Ref[Any] = Ref(self.context.system, self._dgds_path)
-        await dgds.ask(StopChild(actor_id))
+    async def _stop(self, family: Family, actor_id: str) -> None:
+        family.running.discard(actor_id)
+        supervisor: Ref[Any] = Ref(self.context.system, family.path)
+        await supervisor.ask(StopChild(actor_id))
 
-    def _nudge(self, actor_id: str) -> None:
-        actor: Ref[Nudge] = Ref(self.context.system, f"{self._dgds_path}/{actor_id}")
+    def _nudge_if_running(self, family: Family, actor_id: str) -> None:
+        if actor_id in family.running:
+            self._nudge(family, actor_id)
+
+    def _nudge(self, family: Family, actor_id: str) -> None:
+        actor: Ref[Nudge] = Ref(self.context.system, f"{family.path}/{actor_id}")
         actor.tell_nowait(Nudge())
 
     def _schedule_resync(self) -> None:

@@ -3,14 +3,18 @@
 ``operator_children(cluster, config=..., wall=...)`` returns the child specs to put in an
 ``ActorSystem`` (alone, or beside the simulation's world models)::
 
-    /operator                      supervisor, rest_for_one: a restarted DGD supervisor restarts the
-    ├── dgds                       router, which rebuilds every DGD actor from the cache
+    /operator                      supervisor, rest_for_one: a restarted DGD or adapter supervisor
+    │                              restarts the router, which rebuilds every actor from the cache
+    ├── dgds
     │   └── <namespace>/<name>     DGDActor (transient), with its pathway's children
-    ├── router                     watch event -> DGD key -> nudge; starts and stops DGD actors
+    ├── adapters                   the DGDSA controller
+    │   └── <namespace>/<name>     AdapterActor (transient): adapter replicas -> DGD component
+    ├── router                     watch event -> DGD or adapter key -> nudge; starts and stops them
     └── informers                  one informer per watched kind (list+watch -> cache)
 
 ``config`` must be the *effective* configuration (``dgd.domain.gates.effective_config``): gates are
-resolved once, before the tree starts, and the Grove kinds are watched only when Grove is on.
+resolved once, before the tree starts: the Grove kinds are watched only when Grove is on, and
+DynamoCheckpoints only when the checkpoint gate is.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Any
 
 from dgd.actors.cache import Cache, Reader
 from dgd.actors.dgd import DGDActor
+from dgd.actors.dgdsa import AdapterActor
 from dgd.actors.informer import Informer
 from dgd.actors.primary import PrimaryWriter
 from dgd.actors.recorder import Recorder
@@ -36,9 +41,11 @@ from dgd.actors.runtime import (
 from dgd.actors.sync import Syncer
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import (
+    CHECKPOINT,
     CONFIG_MAP,
     DCD,
     DGD,
+    DGDSA,
     INGRESS,
     PCLQ,
     PCS,
@@ -57,12 +64,14 @@ from dgd.messages.config import OperatorConfig
 
 OPERATOR = "/operator"
 DGDS = f"{OPERATOR}/dgds"
+ADAPTERS = f"{OPERATOR}/adapters"
 ROUTER = f"{OPERATOR}/router"
 INFORMERS = f"{OPERATOR}/informers"
 
 #: The kinds every operator watches; the Grove kinds are added when the Grove gate is on.
 WATCHED: tuple[Resource[Any], ...] = (
     DGD,
+    DGDSA,
     DCD,
     SERVICE,
     INGRESS,
@@ -78,8 +87,10 @@ SELECTORS: dict[str, str] = {
     str(POD): f"{GRAPH_NAME},{SELECTOR},{COMPONENT_TYPE} in ({','.join(sorted(WORKER_TYPES))})",
 }
 GROVE_WATCHED: tuple[Resource[Any], ...] = (PCS, PCLQ, PCSG)
+#: Watched when the checkpoint gate is on (the DynamoCheckpoint API exists then).
+CHECKPOINT_WATCHED: tuple[Resource[Any], ...] = (CHECKPOINT,)
 
-#: DGD actors may be restarted often (one per DGD): the supervisor above them tolerates many.
+#: DGD and adapter actors may be restarted often (one per object): their supervisors tolerate many.
 DGDS_SUPERVISION = Supervision(Strategy.ONE_FOR_ONE, intensity=1000, period=60.0)
 
 
@@ -90,7 +101,9 @@ def secure_keys() -> KeyPair:
 
 def watched(config: OperatorConfig) -> tuple[Resource[Any], ...]:
     """The kinds this configuration's operator watches."""
-    return WATCHED + (GROVE_WATCHED if config.orchestrators.grove.enabled is True else ())
+    grove = GROVE_WATCHED if config.orchestrators.grove.enabled is True else ()
+    checkpoints = CHECKPOINT_WATCHED if config.checkpoint.enabled is True else ()
+    return WATCHED + grove + checkpoints
 
 
 def operator_children(
@@ -122,6 +135,12 @@ def operator_children(
 
         return ChildSpec(f"{namespace}/{name}", build, Restart.TRANSIENT, shutdown=10.0)
 
+    def adapter_actor(namespace: str, name: str) -> ChildSpec[Any]:
+        def build() -> AdapterActor:
+            return AdapterActor(namespace, name, cluster=cluster, cache=shared, wall=wall, instance=instance)
+
+        return ChildSpec(f"{namespace}/{name}", build, Restart.TRANSIENT, shutdown=10.0)
+
     def informer(resource: Resource[Any]) -> ChildSpec[Any]:
         def build() -> Informer:
             return Informer(
@@ -137,7 +156,13 @@ def operator_children(
 
     def router() -> Router:
         return Router(
-            cache=shared, dgds=DGDS, spawn=dgd_actor, informers={str(k) for k in kinds}, resync=resync
+            cache=shared,
+            dgds=DGDS,
+            spawn=dgd_actor,
+            adapters=ADAPTERS,
+            spawn_adapter=adapter_actor,
+            informers={str(k) for k in kinds},
+            resync=resync,
         )
 
     def informers() -> Supervisor:
@@ -147,6 +172,7 @@ def operator_children(
         return Supervisor(
             [
                 ChildSpec("dgds", lambda: DynamicSupervisor(DGDS_SUPERVISION), shutdown=30.0),
+                ChildSpec("adapters", lambda: DynamicSupervisor(DGDS_SUPERVISION), shutdown=15.0),
                 ChildSpec("router", router),
                 ChildSpec("informers", informers, shutdown=5.0),
             ],

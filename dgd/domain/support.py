@@ -1,10 +1,10 @@
 """What this release reconciles, and the refusal for what it does not (yet).
 
 ``unsupported(dgd, config)`` lists every feature a defaulted DGD uses that the operator cannot
-reconcile yet, each as a ``RenderError`` naming the field ("… is not supported yet by
-dgd-operator"): rendering's own refusals (EPP, GPU memory service, failover, KV-transfer policy,
-VirtualService, checkpoints) plus the child actors still to come: restarts and scaling adapters.
-A DGD using one fails terminally and is retried only when its spec changes.
+reconcile (yet), each as a ``RenderError`` naming the field ("… is not supported yet by
+dgd-operator"): rendering's refusals (EPP, GPU memory service, failover, KV-transfer policy,
+VirtualService, checkpoints while the checkpoint gate is off). A DGD using one fails terminally and
+is retried only when its spec changes.
 
 ``checkpoint_preflight`` is the compatibility check of dgd-domain §5 step 4, which runs before the
 finalizer is added.
@@ -12,7 +12,7 @@ finalizer is added.
 
 from __future__ import annotations
 
-from dgd.domain.render_errors import RenderError, not_supported_yet
+from dgd.domain.render_errors import RenderError
 from dgd.domain.rendering import refusals
 from dgd.domain.roles import gms_mode
 from dgd.messages.config import OperatorConfig
@@ -21,13 +21,7 @@ from dgd.messages.dgd import DynamoGraphDeployment
 
 def unsupported(dgd: DynamoGraphDeployment, config: OperatorConfig) -> list[RenderError]:
     """Every feature of ``dgd`` this release cannot reconcile, in field order (empty: none)."""
-    problems = list(refusals(dgd, config))
-    for index, component in enumerate(dgd.spec.components or []):
-        if component.scaling_adapter is not None:
-            problems.append(
-                not_supported_yet(f"spec.components[{index}].scalingAdapter", "Scaling adapters (DGDSA)")
-            )
-    return problems
+    return list(refusals(dgd, config))
 
 
 def checkpoint_preflight(dgd: DynamoGraphDeployment) -> list[str]:

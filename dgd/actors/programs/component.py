@@ -31,6 +31,7 @@ from dgd.actors.children.checkpoint_storage import FinalizeCheckpoints, ResolveC
 from dgd.actors.children.failure import StepFailed
 from dgd.actors.children.restart import ResolveRestart, carried_dcd_stamps
 from dgd.actors.children.rollout import OldScaled, Prepare, Prepared, ScaleOld
+from dgd.actors.children.scaling_adapters import ReconcileAdapters
 from dgd.actors.children.shared_resources import EnsureShared
 from dgd.actors.programs.result import ProgramResult
 from dgd.actors.runtime import ActorError, Ref
@@ -100,6 +101,7 @@ class ComponentProgram:
         rollout: Ref[Prepare | ScaleOld],
         checkpoints: Ref[ResolveCheckpoints | FinalizeCheckpoints],
         restart: Ref[ResolveRestart],
+        adapters: Ref[ReconcileAdapters],
     ) -> None:
         self._config = config
         self._reader = reader
@@ -111,6 +113,7 @@ class ComponentProgram:
         self._rollout = rollout
         self._checkpoints = checkpoints
         self._restart = restart
+        self._adapters = adapters
         self._hash_inputs: int | None = None
         self._hash = ""
 
@@ -185,7 +188,9 @@ class ComponentProgram:
         outcome = waiting_overlay(outcome, infos)
         # Step 7: scaling adapters, except while waiting for a checkpoint.
         if outcome.reason != WAITING_FOR_CHECKPOINT:
-            pass  # scaling adapters are refused above until their actor is wired
+            adapters = await self._adapters.ask(ReconcileAdapters(dgd=dgd, owner=result.dgd))
+            if isinstance(adapters, StepFailed):
+                raise Failure(FAILED_TO_RECONCILE, adapters.message)
         # Step 8: the success projection.
         result.status = apply_reconcile_result(
             result.status,

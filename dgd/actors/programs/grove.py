@@ -19,6 +19,7 @@ from dgd.actors.children.checkpoint_storage import FinalizeCheckpoints, ResolveC
 from dgd.actors.children.failure import StepFailed
 from dgd.actors.children.grove_scaler import Scale
 from dgd.actors.children.restart import ResolveRestart
+from dgd.actors.children.scaling_adapters import ReconcileAdapters
 from dgd.actors.children.shared_resources import EnsureShared
 from dgd.actors.children.topology_status import NoTopology, Project
 from dgd.actors.primary import PrimaryWriter
@@ -121,6 +122,7 @@ class GroveProgram:
         topology_status: Ref[Project],
         checkpoints: Ref[ResolveCheckpoints | FinalizeCheckpoints],
         restart: Ref[ResolveRestart],
+        adapters: Ref[ReconcileAdapters],
     ) -> None:
         self._config = config
         self._reader = reader
@@ -133,6 +135,7 @@ class GroveProgram:
         self._topology_status = topology_status
         self._checkpoints = checkpoints
         self._restart = restart
+        self._adapters = adapters
         # Memos of pure computations, as hashes of their inputs (a few bytes per DGD).
         self._hash_inputs: int | None = None
         self._hash = ""
@@ -200,7 +203,9 @@ class GroveProgram:
         outcome = waiting_overlay(outcome, infos)
         # Step 8: scaling adapters, except while waiting for a checkpoint.
         if outcome.reason != WAITING_FOR_CHECKPOINT:
-            pass  # scaling adapters are refused above until their actor is wired
+            adapters = await self._adapters.ask(ReconcileAdapters(dgd=dgd, owner=result.dgd))
+            if isinstance(adapters, StepFailed):
+                raise Failure(FAILED_TO_RECONCILE, adapters.message)
         # Step 9: the success projection.
         result.status = apply_reconcile_result(
             result.status, outcome, generation=result.dgd.metadata.generation, now=self._now()

@@ -35,10 +35,15 @@ def test_apply_of_several_graphs_waits_for_all_of_them(capsys: pytest.CaptureFix
 def test_a_graph_that_cannot_become_ready_exits_1_naming_its_reason(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # given a graph using a feature this release refuses
-    manifest = tmp_path / "adapter.yaml"
+    # given a graph asking for checkpoints from an operator configured without them
+    manifest = tmp_path / "checkpoint.yaml"
     text = (ROOT / "examples" / "agg.yaml").read_text(encoding="utf-8")
-    manifest.write_text(text.replace("      replicas: 2\n", "      replicas: 2\n      scalingAdapter: {}\n"))
+    manifest.write_text(
+        text.replace(
+            "      replicas: 2\n",
+            "      replicas: 2\n      experimental:\n        checkpoint:\n          enabled: true\n",
+        )
+    )
 
     # when it is applied until ready, with a short timeout
     code = main(["sim", "apply", str(manifest), "--until-ready", "--timeout", "120"])
@@ -48,8 +53,8 @@ def test_a_graph_that_cannot_become_ready_exits_1_naming_its_reason(
     assert code == 1
     assert (
         "default/demo-agg is failed after 61s: failed_to_reconcile_the_resources: "
-        "spec.components[1].scalingAdapter: Scaling adapters (DGDSA) is not supported yet by dgd-operator"
-        in err
+        "spec.components[1].experimental.checkpoint: component Worker: checkpoint functionality is disabled "
+        "in the operator configuration (checkpoint.enabled)" in err
     )
 
 

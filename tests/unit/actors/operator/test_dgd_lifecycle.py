@@ -74,9 +74,9 @@ async def test_a_grove_dgd_fails_terminally_when_the_grove_gate_is_off() -> None
 
 async def test_a_feature_this_release_cannot_reconcile_fails_naming_the_field() -> None:
     async with running_operator() as op:
-        # given a DGD whose worker asks for a scaling adapter
+        # given a DGD whose worker asks for the GPU memory service
         document = manifest()
-        document["spec"]["components"][1]["scalingAdapter"] = {}
+        document["spec"]["components"][1]["experimental"] = {"gpuMemoryService": {}}
         op.writes.clear()
 
         # when it is applied
@@ -87,8 +87,8 @@ async def test_a_feature_this_release_cannot_reconcile_fails_naming_the_field() 
             "failed",
             "False",
             "failed_to_reconcile_the_resources",
-            "spec.components[1].scalingAdapter: Scaling adapters (DGDSA) is not supported yet by "
-            "dgd-operator",
+            "spec.components[1].experimental.gpuMemoryService: GPU memory service (DRA resource claim "
+            "templates) is not supported yet by dgd-operator",
         )
         assert set(op.writes) == {"patch DynamoGraphDeployment", "update DynamoGraphDeployment/status"}
 
