@@ -158,19 +158,34 @@ class Syncer:
         return result
 
     async def delete(
-        self, resource: Resource[Any], live: Any, *, owner: DynamoGraphDeployment, why: str
-    ) -> None:
-        """Delete the child ``live`` (only that very object: uid precondition), with its event."""
+        self,
+        resource: Resource[Any],
+        live: Any,
+        *,
+        owner: DynamoGraphDeployment,
+        why: str,
+        unchanged: bool = False,
+    ) -> bool:
+        """Delete the child ``live`` (only that very object: uid precondition), with its event.
+
+        With ``unchanged``, only the very version observed (resourceVersion precondition): a child
+        that changed since is not deleted (``False``; no event), and the next reconcile decides again.
+        """
         obj = as_json(live)
         namespace, name = _meta(obj)
-        uid = (obj.get("metadata") or {}).get("uid")
+        metadata = obj.get("metadata") or {}
+        preconditions = Preconditions(
+            uid=metadata.get("uid"), resource_version=metadata.get("resourceVersion") if unchanged else None
+        )
         try:
-            await self._cluster.delete(
-                resource.as_raw().key(namespace, name), preconditions=Preconditions(uid=uid)
-            )
+            await self._cluster.delete(resource.as_raw().key(namespace, name), preconditions=preconditions)
         except NotFound:
             self._cache.forget(resource, namespace, name)
-            return
+            return True
+        except Conflict:
+            if unchanged:
+                return False
+            raise
         except ClusterError as error:
             await self._recorder.emit(
                 owner, events.write_failed("Delete", resource.kind, namespace, name, str(error))
@@ -178,3 +193,4 @@ class Syncer:
             raise
         self._cache.forget(resource, namespace, name)
         await self._recorder.emit(owner, events.deleted(resource.kind, namespace, name, why))
+        return True

@@ -180,6 +180,10 @@ def distribute(old_target: int, old: Sequence[WorkerDCD]) -> dict[str, int]:
     return keep
 
 
+def _drained_dcd(dcd: WorkerDCD) -> bool:
+    return dcd.replicas == 0 and dcd.processed and dcd.ready == 0 and dcd.actual == 0
+
+
 def is_updated(generations: Generations) -> bool:
     """The completion test of one component: the new generation ready, the old ones not."""
     new_ready = generations.new.ready if generations.new else 0
@@ -403,7 +407,13 @@ def advance(
             annotations=completed_annotations(new_hash, desired),
             events=(EventRecord("Normal", "RollingUpdateCompleted", "Update", note),),
         )
-    doomed = tuple(dcd.name for g in components for dcd in g.old if not dcd.deleting) if completing else ()
+    # An old DCD goes once it is scaled to 0, its controller saw that, and it reports no replica
+    # (the scale-down happens in this reconcile's ScaleOld; the deletion in a later one).
+    doomed = (
+        tuple(dcd.name for g in components for dcd in g.old if _drained_dcd(dcd) and not dcd.deleting)
+        if completing
+        else ()
+    )
 
     # Progress: any visible change resets the deadline (and resumes a failed rollout).
     mark = _mark(components)

@@ -313,7 +313,11 @@ class Rollout(Actor[Prepare | ScaleOld]):
         live = self._reader.cache.get(DCD, namespace, name)
         if live is None:
             return
-        await self._syncer.delete(DCD, live, owner=dgd, why="its worker generation was replaced")
+        # Only the version the decision was made on: a DCD that changed since (a pod became ready)
+        # is decided again by the next reconcile.
+        await self._syncer.delete(
+            DCD, live, owner=dgd, why="its worker generation was replaced", unchanged=True
+        )
 
     # Step 5.
 
