@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from dgd import __version__
+from dgd.cli_run import add_command as add_run_command
+from dgd.cli_serve import add_commands as add_serve_commands
 from dgd.cli_sim import add_commands as add_sim_commands
 from dgd.domain.conversion import ConversionError, dgd_to_v1beta1
 from dgd.domain.crds import crd_files, render_crds_yaml
@@ -108,7 +110,9 @@ def _parser() -> argparse.ArgumentParser:
     crds.add_argument("--output-dir", metavar="DIR", type=Path, help="write one file per CRD into DIR")
     crds.set_defaults(run=_crds)
 
+    add_run_command(commands)
     add_sim_commands(commands)
+    add_serve_commands(commands)
     return parser
 
 

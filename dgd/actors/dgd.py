@@ -45,6 +45,7 @@ from dgd.actors.primary import FINALIZER, PrimaryWriter
 from dgd.actors.programs.component import ComponentProgram
 from dgd.actors.programs.grove import GroveProgram
 from dgd.actors.programs.result import Program
+from dgd.actors.reconciles import DGD_CONTROLLER, ReconcileObserver
 from dgd.actors.recorder import Recorder
 from dgd.actors.runtime import (
     Actor,
@@ -127,7 +128,9 @@ class DGDActor(Actor[Nudge]):
         wall: Callable[[], float],
         keys: Callable[[], KeyPair],
         retry: Backoff = RETRY_BACKOFF,
+        reconciles: ReconcileObserver | None = None,
     ) -> None:
+        self._reconciles = reconciles
         self._namespace = namespace
         self._name = name
         self._cluster = cluster
@@ -152,15 +155,29 @@ class DGDActor(Actor[Nudge]):
 
     async def receive(self, message: Nudge) -> None:
         self._cancel_retry()
+        started = self.context.clock.now()
+        result = "error"
+        if self._reconciles is not None:
+            self._reconciles.reconcile_started(DGD_CONTROLLER, self._namespace, self._name)
         try:
-            outcome = await self._reconcile()
-        except (ClusterError, ConflictingProviders) as error:
-            logger.info("%s/%s: reconcile failed, will retry: %s", self._namespace, self._name, error)
-            outcome = Outcome.RETRY
-        if outcome is Outcome.RETRY:
-            self._schedule_retry()
-        else:
-            self._failures = 0
+            try:
+                outcome = await self._reconcile()
+            except (ClusterError, ConflictingProviders) as error:
+                logger.info("%s/%s: reconcile failed, will retry: %s", self._namespace, self._name, error)
+                outcome = Outcome.RETRY
+            if outcome is Outcome.RETRY:
+                self._schedule_retry()
+                result = "requeue"
+            else:
+                self._failures = 0
+                woken = outcome is Outcome.DONE and self._timer is not None
+                result = "error" if outcome is Outcome.WAIT else ("requeue_after" if woken else "success")
+        finally:
+            if self._reconciles is not None:
+                elapsed = self.context.clock.now() - started
+                self._reconciles.reconcile_finished(
+                    DGD_CONTROLLER, self._namespace, self._name, result, elapsed
+                )
 
     # The outer reconcile (§5), in order.
 

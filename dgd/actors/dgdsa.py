@@ -34,6 +34,7 @@ from collections.abc import Callable
 
 from dgd.actors.cache import Cache
 from dgd.actors.dgd import RETRY_BACKOFF, Nudge
+from dgd.actors.reconciles import ADAPTER_CONTROLLER, ReconcileObserver
 from dgd.actors.recorder import CONTROLLER
 from dgd.actors.runtime import Actor, Backoff, MailboxConfig, Timer
 from dgd.cluster.clock import rfc3339, rfc3339_micro
@@ -76,7 +77,9 @@ class AdapterActor(Actor[Nudge]):
         wall: Callable[[], float],
         instance: str,
         retry: Backoff = RETRY_BACKOFF,
+        reconciles: ReconcileObserver | None = None,
     ) -> None:
+        self._reconciles = reconciles
         self._namespace = namespace
         self._name = name
         self._cluster = cluster
@@ -96,15 +99,28 @@ class AdapterActor(Actor[Nudge]):
 
     async def receive(self, message: Nudge) -> None:
         self._cancel_retry()
+        started = self.context.clock.now()
+        result = "error"
+        if self._reconciles is not None:
+            self._reconciles.reconcile_started(ADAPTER_CONTROLLER, self._namespace, self._name)
         try:
-            converged = await self._reconcile()
-        except ClusterError as error:
-            logger.info("%s/%s: reconcile failed, will retry: %s", self._namespace, self._name, error)
-            converged = False
-        if converged:
-            self._failures = 0
-        else:
-            self._schedule_retry()
+            try:
+                converged = await self._reconcile()
+            except ClusterError as error:
+                logger.info("%s/%s: reconcile failed, will retry: %s", self._namespace, self._name, error)
+                converged = False
+            if converged:
+                self._failures = 0
+                result = "success"
+            else:
+                self._schedule_retry()
+                result = "requeue"
+        finally:
+            if self._reconciles is not None:
+                elapsed = self.context.clock.now() - started
+                self._reconciles.reconcile_finished(
+                    ADAPTER_CONTROLLER, self._namespace, self._name, result, elapsed
+                )
 
     async def _reconcile(self) -> bool:
         """One pass of §13.3; ``False`` when it must be retried."""

@@ -28,6 +28,7 @@ from dgd.actors.dgd import DGDActor
 from dgd.actors.dgdsa import AdapterActor
 from dgd.actors.informer import Informer
 from dgd.actors.primary import PrimaryWriter
+from dgd.actors.reconciles import ReconcileObserver
 from dgd.actors.recorder import Recorder
 from dgd.actors.router import DEFAULT_RESYNC, Router
 from dgd.actors.runtime import (
@@ -115,9 +116,11 @@ def operator_children(
     keys: Callable[[], KeyPair] = secure_keys,
     resync: float | None = DEFAULT_RESYNC,
     cache: Cache | None = None,
+    reconciles: ReconcileObserver | None = None,
 ) -> Sequence[ChildSpec[Any]]:
     """The operator's actor tree (see the module); ``wall`` gives seconds since the epoch for
-    timestamps; ``cache`` may be passed in to look at what the operator sees (tests)."""
+    timestamps; ``cache`` may be passed in to look at what the operator sees (tests);
+    ``reconciles`` hears about every reconcile (the daemon's metrics)."""
     shared = cache if cache is not None else Cache()
     reader = Reader(cluster, shared)
     recorder = Recorder(cluster, instance=instance, now=wall)
@@ -130,14 +133,22 @@ def operator_children(
         def build() -> DGDActor:
             return DGDActor(
                 namespace, name, cluster=cluster, reader=reader, syncer=syncer, primary=primary,
-                recorder=recorder, config=config, wall=wall, keys=keys,
+                recorder=recorder, config=config, wall=wall, keys=keys, reconciles=reconciles,
             )  # fmt: skip
 
         return ChildSpec(f"{namespace}/{name}", build, Restart.TRANSIENT, shutdown=10.0)
 
     def adapter_actor(namespace: str, name: str) -> ChildSpec[Any]:
         def build() -> AdapterActor:
-            return AdapterActor(namespace, name, cluster=cluster, cache=shared, wall=wall, instance=instance)
+            return AdapterActor(
+                namespace,
+                name,
+                cluster=cluster,
+                cache=shared,
+                wall=wall,
+                instance=instance,
+                reconciles=reconciles,
+            )
 
         return ChildSpec(f"{namespace}/{name}", build, Restart.TRANSIENT, shutdown=10.0)
 

@@ -2,10 +2,12 @@
 
 An adapter entry is an async context manager that yields a ``Harness``: the port (``cluster``)
 plus the few knobs the suite needs that the port does not have — the fault rules of the API server
-behind it, a way to compact its watch history, and the sizes it was configured with. The kube
-adapter joins by adding one line to ``ADAPTERS``: a factory that starts the HTTP facade over a
-``MemoryCluster`` and connects the kube adapter to it (faults and compaction still reach the memory
-server behind the facade).
+behind it, a way to compact its watch history, and the sizes it was configured with.
+
+``memory`` is the memory adapter itself. ``kube`` is the kube adapter talking HTTP to the facade
+(``dgd.cluster.http_facade``) over a ``MemoryCluster`` configured the same way: faults and
+compaction reach the memory server behind the facade, and the kube adapter's watch buffer is the
+memory server's, so a slow reader is dropped at the same point.
 """
 
 from __future__ import annotations
@@ -17,8 +19,11 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 
 import pytest
+from kubernetes_asyncio.client import ApiClient, Configuration
 
 from dgd.cluster.faults import Faults
+from dgd.cluster.http_facade import Facade, serve
+from dgd.cluster.kube import KubeCluster
 from dgd.cluster.memory import MemoryCluster
 from dgd.cluster.protocol import Cluster
 
@@ -44,15 +49,19 @@ def ticking_clock(start: float = EPOCH) -> Callable[[], float]:
     return lambda: start + next(ticks)
 
 
-@asynccontextmanager
-async def memory_adapter() -> AsyncIterator[Harness]:
-    cluster = MemoryCluster(
+def memory_server() -> MemoryCluster:
+    return MemoryCluster(
         clock=ticking_clock(),
         rng=random.Random(20260101),
         history_size=64,
         watch_buffer=32,
         bookmark_interval=0.02,
     )
+
+
+@asynccontextmanager
+async def memory_adapter() -> AsyncIterator[Harness]:
+    cluster = memory_server()
     yield Harness(
         cluster=cluster,
         faults=cluster.faults,
@@ -63,9 +72,25 @@ async def memory_adapter() -> AsyncIterator[Harness]:
     )
 
 
+@asynccontextmanager
+async def kube_adapter() -> AsyncIterator[Harness]:
+    server = memory_server()
+    async with serve(Facade(server)) as url:
+        api = ApiClient(Configuration(host=url))
+        async with KubeCluster(api, qps=None, watch_buffer=32, rng=random.Random(7)) as cluster:
+            yield Harness(
+                cluster=cluster,
+                faults=server.faults,
+                compact=server.compact,
+                history_size=64,
+                watch_buffer=32,
+                bookmark_interval=0.02,
+            )
+
+
 #: Every adapter the suite runs against, by id.
-ADAPTERS: list[Callable[[], AbstractAsyncContextManager[Harness]]] = [memory_adapter]
-ADAPTER_IDS = ["memory"]
+ADAPTERS: list[Callable[[], AbstractAsyncContextManager[Harness]]] = [memory_adapter, kube_adapter]
+ADAPTER_IDS = ["memory", "kube"]
 
 
 @pytest.fixture

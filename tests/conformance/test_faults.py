@@ -92,14 +92,15 @@ async def test_injected_error_can_target_the_status_subresource(harness: Harness
 
 
 async def test_too_many_requests_carries_when_to_retry(harness: Harness) -> None:
-    """An injected 429 keeps its retry_after for the client's backoff."""
-    harness.faults.fail(TooManyRequests("slow down", retry_after=2.5), verb="list")
+    """An injected 429 keeps its retry_after for the client's backoff (whole seconds: that is all
+    ``Retry-After`` and ``Status.details.retryAfterSeconds`` can carry over HTTP)."""
+    harness.faults.fail(TooManyRequests("slow down", retry_after=3.0), verb="list")
 
     with pytest.raises(TooManyRequests) as raised:
         await harness.cluster.list(CONFIG_MAP)
 
-    assert raised.value.retry_after == 2.5
-    assert "retry after 2.5s" in str(raised.value)
+    assert raised.value.retry_after == 3.0
+    assert "retry after 3s" in str(raised.value)
 
 
 async def test_every_port_error_type_can_be_injected(harness: Harness) -> None:

@@ -1,0 +1,345 @@
+"""The daemon's Prometheus metrics: controller-runtime's names, fed by the actor runtime.
+
+Dashboards built for controller-runtime operators read the same series here:
+``controller_runtime_reconcile_total{controller,result}``, ``controller_runtime_reconcile_errors_total``,
+``controller_runtime_reconcile_time_seconds``, ``controller_runtime_active_workers``, ``workqueue_depth``,
+``workqueue_adds_total``, ``workqueue_queue_duration_seconds``, ``workqueue_retries_total``,
+``rest_client_requests_total{code,method}`` and ``leader_election_master_status``; plus the actor
+runtime's own: ``dgd_actor_restarts_total{kind}``, ``dgd_actor_mailbox_depth{kind}``,
+``dgd_supervisor_escalations_total`` and ``dgd_actors{kind}``.
+
+A "controller" is a kind of reconciling actor: the DGD actors under ``/operator/dgds`` and the
+scaling-adapter actors under ``/operator/adapters``. Its "work queue" is their mailboxes: a DGD actor
+with a nudge waiting is one queued key (nudges coalesce, as a work queue deduplicates keys).
+
+Where the reconcile numbers come from:
+
+* exactly, from ``reconcile_started``/``reconcile_finished`` (``ReconcileObserver``), once the
+  reconciling actors call them: the first call switches the derivation below off;
+* until then, derived from the runtime's hooks: every message a reconciling actor handles is one
+  successful reconcile, a crash in the middle of one is an error, and its time runs from the moment
+  the actor took the message (known when it woke up for it, or went straight on from the previous
+  one; the first reconcile of an incarnation is counted but not timed). Errors a reconcile catches
+  itself, retries and queue durations are not visible to the runtime: those series stay at zero.
+
+Every hook runs on the event loop and is cheap; the per-kind gauges are computed when Prometheus
+scrapes (on the loop too: the HTTP server is an aiohttp app on the same loop).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator
+
+from prometheus_client import CollectorRegistry, Gauge, Histogram
+from prometheus_client import Counter as PromCounter
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from dgd.actors.runtime import ActorSystem, Clock, DeadLetter
+from dgd.actors.tree import ADAPTERS, DGDS
+
+#: The controller name of each kind of reconciling actor (controller-runtime's lower-case kind).
+DGD_CONTROLLER = "dynamographdeployment"
+ADAPTER_CONTROLLER = "dynamographdeploymentscalingadapter"
+CONTROLLERS = (DGD_CONTROLLER, ADAPTER_CONTROLLER)
+RESULTS = ("success", "error", "requeue", "requeue_after")
+
+_RECONCILER = re.compile(rf"^(?:({re.escape(DGDS)})|({re.escape(ADAPTERS)}))/([^/]+)/([^/]+)$")
+_UNDER_RECONCILER = re.compile(rf"^((?:{re.escape(DGDS)}|{re.escape(ADAPTERS)})/[^/]+/[^/]+)(?:/|$)")
+
+#: controller-runtime's reconcile time buckets (seconds).
+RECONCILE_BUCKETS = (
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0,
+    1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0, 25.0, 30.0,
+    40.0, 50.0, 60.0,
+)  # fmt: skip
+#: client-go's work queue latency buckets: 10ns to 1000s, by powers of ten.
+QUEUE_BUCKETS = tuple(10e-9 * 10**i for i in range(12))
+
+
+def reconciler(path: str) -> tuple[str, str, str] | None:
+    """``(controller, namespace, name)`` of the reconciling actor at ``path`` (``None``: not one)."""
+    match = _RECONCILER.match(path)
+    if match is None:
+        return None
+    controller = DGD_CONTROLLER if match.group(1) else ADAPTER_CONTROLLER
+    return controller, match.group(3), match.group(4)
+
+
+def reconciler_of(path: str) -> str | None:
+    """The path of the reconciling actor that ``path`` is, or is a descendant of (``None``: neither)."""
+    match = _UNDER_RECONCILER.match(path)
+    return match.group(1) if match is not None else None
+
+
+class DaemonMetrics:
+    """The registry and everything that feeds it: the runtime's ``Metrics`` hooks, the
+    ``ReconcileObserver`` hooks, the rest client (``requested``) and the elector (``leading``).
+
+    ``bind`` the actor system to get the per-kind gauges and mailbox-based numbers; unbound, they
+    read zero.
+    """
+
+    def __init__(self, clock: Clock, *, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
+        self._clock = clock
+        self._system: ActorSystem | None = None
+        self._exact = False
+        self._since: dict[str, float] = {}
+        self._busy: dict[str, str] = {}
+        self._numbers: Counter[str] = Counter()
+        self._active: Counter[str] = Counter()
+        registry = self.registry
+        self.reconciles = PromCounter(
+            "controller_runtime_reconcile_total",
+            "Total number of reconciliations per controller",
+            ["controller", "result"],
+            registry=registry,
+        )
+        self.reconcile_errors = PromCounter(
+            "controller_runtime_reconcile_errors_total",
+            "Total number of reconciliation errors per controller",
+            ["controller"],
+            registry=registry,
+        )
+        self.reconcile_time = Histogram(
+            "controller_runtime_reconcile_time_seconds",
+            "Length of time per reconciliation per controller",
+            ["controller"],
+            buckets=RECONCILE_BUCKETS,
+            registry=registry,
+        )
+        self.active_workers = Gauge(
+            "controller_runtime_active_workers",
+            "Number of currently used workers per controller",
+            ["controller"],
+            registry=registry,
+        )
+        self.adds = PromCounter(
+            "workqueue_adds_total", "Total number of adds handled by workqueue", ["name"], registry=registry
+        )
+        self.queue_duration = Histogram(
+            "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested",
+            ["name"],
+            buckets=QUEUE_BUCKETS,
+            registry=registry,
+        )
+        self.retries = PromCounter(
+            "workqueue_retries_total",
+            "Total number of retries handled by workqueue",
+            ["name"],
+            registry=registry,
+        )
+        self.requests = PromCounter(
+            "rest_client_requests_total",
+            "Number of HTTP requests, partitioned by status code and method",
+            ["code", "method"],
+            registry=registry,
+        )
+        self.leader = Gauge(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, "
+            "1 indicates master. 'name' is the string used to identify the lease.",
+            ["name"],
+            registry=registry,
+        )
+        self.restarts = PromCounter(
+            "dgd_actor_restarts_total",
+            "Actors restarted by their supervisor, by actor kind",
+            ["kind"],
+            registry=registry,
+        )
+        self.escalations = PromCounter(
+            "dgd_supervisor_escalations_total",
+            "Supervisors that exceeded their restart intensity and failed to their parent",
+            registry=registry,
+        )
+        # Every controller's series exist from the start, as controller-runtime initialises them.
+        for controller in CONTROLLERS:
+            for result in RESULTS:
+                self.reconciles.labels(controller, result)
+            self.reconcile_errors.labels(controller)
+            self.reconcile_time.labels(controller)
+            self.active_workers.labels(controller).set_function(self._workers(controller))
+            self.adds.labels(controller)
+            self.queue_duration.labels(controller)
+            self.retries.labels(controller)
+        registry.register(_ActorGauges(self))
+
+    def _workers(self, controller: str) -> Callable[[], float]:
+        return lambda: float(self._active[controller])
+
+    # The actor system whose tree the gauges read.
+
+    def bind(self, system: ActorSystem | None) -> None:
+        """Read the per-kind gauges from ``system`` (``None``: the operator tree stopped)."""
+        self._system = system
+        if system is None:
+            self._since.clear()
+            self._busy.clear()
+            self._numbers.clear()
+            if not self._exact:
+                self._active.clear()
+
+    @property
+    def system(self) -> ActorSystem | None:
+        return self._system
+
+    # The rest client and the elector.
+
+    def requested(self, method: str, code: str) -> None:
+        self.requests.labels(code, method).inc()
+
+    def leading(self, lease: str, leading: bool) -> None:
+        self.leader.labels(lease).set(1.0 if leading else 0.0)
+
+    # ReconcileObserver: exact numbers, from the reconciling actors themselves.
+
+    def reconcile_started(self, controller: str, namespace: str, name: str) -> None:
+        self._exact = True
+        self._numbers[f"{_base(controller)}/{namespace}/{name}"] += 1
+        self._active[controller] += 1
+        self.adds.labels(controller).inc()
+
+    def reconcile_finished(
+        self, controller: str, namespace: str, name: str, result: str, seconds: float
+    ) -> None:
+        self._active[controller] = max(0, self._active[controller] - 1)
+        self.reconciles.labels(controller, result).inc()
+        self.reconcile_time.labels(controller).observe(seconds)
+        if result == "error":
+            self.reconcile_errors.labels(controller).inc()
+        if result in ("error", "requeue"):
+            self.retries.labels(controller).inc()
+
+    def reconcile_id(self, path: str) -> str | None:
+        """The id of the reconcile running at the reconciling actor ``path`` (``ns/name#n``: its
+        n-th in this process), or ``None`` if ``path`` is not a reconciling actor."""
+        found = reconciler(path)
+        if found is None:
+            return None
+        number = self._numbers[path] if self._exact else self._numbers[path] + 1
+        return f"{found[1]}/{found[2]}#{number}"
+
+    # The runtime's Metrics hooks.
+
+    def message_processed(self, path: str, message_type: type) -> None:
+        if self._exact:
+            return
+        found = reconciler(path)
+        if found is None:
+            return
+        controller = found[0]
+        now = self._clock.now()
+        self._numbers[path] += 1
+        self.reconciles.labels(controller, "success").inc()
+        self.adds.labels(controller).inc()
+        since = self._since.pop(path, None)
+        if since is not None:
+            self.reconcile_time.labels(controller).observe(max(0.0, now - since))
+        # The next queued message, if any, starts now.
+        cell = self._system.lookup(path) if self._system is not None else None
+        if cell is not None and cell.mailbox_depth > 0:
+            self._since[path] = now
+            self._mark_busy(path, controller)
+        else:
+            self._mark_idle(path)
+
+    def message_coalesced(self, path: str, message_type: type) -> None:
+        pass
+
+    def ask_completed(self, path: str, message_type: type, seconds: float, ok: bool) -> None:
+        pass
+
+    def mailbox_depth(self, path: str, depth: int) -> None:
+        # Sampled as an actor wakes up for a batch of messages: a reconciler starts one now.
+        if self._exact or depth <= 0:
+            return
+        found = reconciler(path)
+        if found is not None:
+            self._since[path] = self._clock.now()
+            self._mark_busy(path, found[0])
+
+    def crashed(self, path: str, reason: BaseException) -> None:
+        if self._exact:
+            return
+        found = reconciler(path)
+        if found is None:
+            return
+        self._since.pop(path, None)
+        if path in self._busy:
+            self.reconciles.labels(found[0], "error").inc()
+            self.reconcile_errors.labels(found[0]).inc()
+        self._mark_idle(path)
+
+    def restarted(self, path: str, restarts: int) -> None:
+        cell = self._system.lookup(path) if self._system is not None else None
+        self.restarts.labels(cell.kind if cell is not None else "unknown").inc()
+
+    def escalated(self, path: str) -> None:
+        self.escalations.inc()
+
+    def dead_lettered(self, letter: DeadLetter) -> None:
+        pass
+
+    def _mark_busy(self, path: str, controller: str) -> None:
+        if path not in self._busy:
+            self._busy[path] = controller
+            self._active[controller] += 1
+
+    def _mark_idle(self, path: str) -> None:
+        controller = self._busy.pop(path, None)
+        if controller is not None:
+            self._active[controller] = max(0, self._active[controller] - 1)
+
+    def forget_gone(self) -> None:
+        """Drop what is kept per actor for actors that no longer exist (DGDs deleted)."""
+        system = self._system
+        if system is None:
+            return
+        for path in [p for p in self._numbers if system.lookup(p) is None]:
+            del self._numbers[path]
+
+
+def _base(controller: str) -> str:
+    return DGDS if controller == DGD_CONTROLLER else ADAPTERS
+
+
+class _ActorGauges(Collector):
+    """The gauges read from the actor tree at scrape time."""
+
+    def __init__(self, metrics: DaemonMetrics) -> None:
+        self._metrics = metrics
+
+    def describe(self) -> list[Metric]:
+        return [GaugeMetricFamily(name, text, labels=[label]) for name, text, label in _TREE_GAUGES]
+
+    def collect(self) -> Iterator[Metric]:
+        actors: Counter[str] = Counter()
+        depth: Counter[str] = Counter()
+        queued: Counter[str] = Counter({controller: 0 for controller in CONTROLLERS})
+        system = self._metrics.system
+        if system is not None:
+            for info in system.tree():
+                actors[info.actor] += 1
+                depth[info.actor] += info.mailbox_depth
+                found = reconciler(info.path) if info.mailbox_depth else None
+                if found is not None:
+                    queued[found[0]] += 1
+            self._metrics.forget_gone()
+        for (name, text, label), values in zip(_TREE_GAUGES, (actors, depth, queued), strict=True):
+            family = GaugeMetricFamily(name, text, labels=[label])
+            for key in sorted(values):
+                family.add_metric([key], float(values[key]))
+            yield family
+
+
+#: The gauges read from the tree: name, help, label.
+_TREE_GAUGES = (
+    ("dgd_actors", "Actors in the tree, by actor kind", "kind"),
+    ("dgd_actor_mailbox_depth", "Messages waiting in actor mailboxes, by actor kind", "kind"),
+    ("workqueue_depth", "Current depth of workqueue", "name"),
+)

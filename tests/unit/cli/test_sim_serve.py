@@ -1,0 +1,193 @@
+"""``dgd-operator sim serve``: kubectl against the simulated cluster, and the command's own contract.
+
+The kubectl tests run the real command and /usr/bin/kubectl as subprocesses, as a user would:
+apply with kubectl's default (client-side) validation, get, wait on a jsonpath, delete, and a
+server-side apply of the CRDs. They are skipped only when kubectl is not installed there.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dgd.cli import main
+
+ROOT = Path(__file__).resolve().parents[3]
+EXECUTABLE = Path(sys.executable).with_name("dgd-operator")
+KUBECTL = Path("/usr/bin/kubectl")
+needs_kubectl = pytest.mark.skipif(
+    not KUBECTL.exists(), reason="kubectl is not installed at /usr/bin/kubectl"
+)
+
+#: A world fast enough for a test: pods are bound and ready within a second of wall-clock time.
+FAST_WORLD = {"schedule_delay": 0.1, "ready_delay": 0.5, "termination_delay": 0.2}
+
+
+@dataclass
+class Serving:
+    process: subprocess.Popen[str]
+    kubeconfig: Path
+    cache: Path
+
+    def kubectl(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        command = [str(KUBECTL), "--kubeconfig", str(self.kubeconfig), "--cache-dir", str(self.cache), *args]
+        return subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=60, check=False)
+
+    def stop(self, signum: int = signal.SIGTERM) -> tuple[int, str]:
+        self.process.send_signal(signum)
+        out, _ = self.process.communicate(timeout=30)
+        return self.process.returncode, out
+
+
+def start(tmp_path: Path, *options: str) -> Serving:
+    """``sim serve`` on a free port, once it has written its kubeconfig (it does so once listening)."""
+    world = tmp_path / "world.yaml"
+    world.write_text(yaml.safe_dump(FAST_WORLD), encoding="utf-8")
+    kubeconfig = tmp_path / "kubeconfig"
+    command = [str(EXECUTABLE), "sim", "serve", "--port", "0", "--write-kubeconfig", str(kubeconfig)]
+    process = subprocess.Popen(
+        [*command, "--world", str(world), *options],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not kubeconfig.exists():
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError(f"sim serve did not start: {process.communicate()[0]}")
+        time.sleep(0.05)
+    return Serving(process, kubeconfig, tmp_path / "kubectl-cache")
+
+
+@pytest.fixture
+def serving(tmp_path: Path) -> Iterator[Serving]:
+    server = start(tmp_path, "--operator", "--seed", "1")
+    yield server
+    if server.process.poll() is None:
+        server.stop()
+
+
+@needs_kubectl
+def test_kubectl_applies_gets_waits_for_and_deletes_a_dgd(serving: Serving) -> None:
+    # given sim serve running the world and the operator
+    example = str(ROOT / "examples" / "agg.yaml")
+
+    # when kubectl applies the example (default validation), waits for it to succeed, and deletes it
+    applied = serving.kubectl("apply", "-f", example)
+    waited = serving.kubectl(
+        "wait", "--for=jsonpath={.status.state}=successful", "dgd/demo-agg", "--timeout=45s"
+    )
+    listed = serving.kubectl("get", "dgd")
+    pods = serving.kubectl("get", "pods", "-o", "name")
+    deleted = serving.kubectl("delete", "-f", example)
+    after = serving.kubectl("get", "dgd", "--ignore-not-found", "-o", "name")
+
+    # then each command succeeded and showed what the cluster did
+    assert applied.returncode == 0, applied.stderr
+    assert applied.stdout.strip() == "dynamographdeployment.nvidia.com/demo-agg created"
+    assert waited.returncode == 0, waited.stderr
+    assert "condition met" in waited.stdout
+    header, row = listed.stdout.splitlines()
+    assert header.split() == ["NAME", "READY", "STATE", "BACKEND", "AGE"]
+    assert row.split()[:4] == ["demo-agg", "True", "successful", "vllm"]
+    assert len(pods.stdout.split()) == 3  # the frontend and two workers
+    assert deleted.returncode == 0, deleted.stderr
+    assert deleted.stdout.strip() == 'dynamographdeployment.nvidia.com "demo-agg" deleted'
+    assert after.returncode == 0 and after.stdout == ""
+
+
+@needs_kubectl
+def test_kubectl_server_side_applies_the_crds(serving: Serving) -> None:
+    # given the generated CRDs
+    crds = sorted((ROOT / "deploy" / "crds").glob("*.yaml"))
+
+    # when applied server-side (twice: the second apply changes nothing)
+    first = serving.kubectl("apply", "--server-side", "-f", str(ROOT / "deploy" / "crds"))
+    second = serving.kubectl("apply", "--server-side", "-f", str(ROOT / "deploy" / "crds"))
+    listed = serving.kubectl("get", "crd", "-o", "name")
+
+    # then every CRD is applied and served
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.count("serverside-applied") == len(crds) == 6
+    assert second.returncode == 0, second.stderr
+    names = [yaml.safe_load(path.read_text(encoding="utf-8"))["metadata"]["name"] for path in crds]
+    assert sorted(listed.stdout.split()) == sorted(
+        f"customresourcedefinition.apiextensions.k8s.io/{n}" for n in names
+    )
+
+
+@needs_kubectl
+def test_kubectl_describe_shows_the_operators_events(serving: Serving) -> None:
+    # given an applied DGD that the operator has worked on
+    serving.kubectl("apply", "-f", str(ROOT / "examples" / "agg.yaml"))
+    serving.kubectl("wait", "--for=jsonpath={.status.state}=successful", "dgd/demo-agg", "--timeout=45s")
+
+    # when it is described
+    described = serving.kubectl("describe", "dgd", "demo-agg")
+
+    # then its events (events.k8s.io/v1, read through the core/v1 view) are listed
+    assert described.returncode == 0, described.stderr
+    events = described.stdout.split("Events:", 1)[1]
+    assert "CreatePodCliqueSet" in events and "nvidia.com/dgd-operator" in events
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_sim_serve_stops_cleanly_on_a_signal(tmp_path: Path, signum: int) -> None:
+    # given sim serve without the world
+    server = start(tmp_path, "--no-world")
+
+    # when it is signalled
+    code, out = server.stop(signum)
+
+    # then it said where it listened, that it stopped, and exits 0
+    lines = out.splitlines()
+    assert code == 0, out
+    assert lines[0].startswith("dgd-operator sim serve: serving the simulated cluster at http://127.0.0.1:")
+    assert lines[1] == f"dgd-operator sim serve: kubeconfig written to {server.kubeconfig}"
+    assert lines[-1] == "dgd-operator sim serve: stopped"
+
+
+def test_sim_serve_help_documents_every_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    # when the help is asked for
+    with pytest.raises(SystemExit) as exited:
+        main(["sim", "serve", "--help"])
+
+    # then it exits 0 and names every flag
+    out = capsys.readouterr().out
+    assert exited.value.code == 0
+    for flag in (
+        "--port",
+        "--host",
+        "--write-kubeconfig",
+        "--namespace",
+        "--token",
+        "--no-world",
+        "--operator",
+        "--seed",
+        "--config",
+        "--world",
+    ):
+        assert flag in out
+
+
+def test_sim_serve_refuses_an_invalid_world_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # given world settings with a negative delay
+    world = tmp_path / "world.yaml"
+    world.write_text("ready_delay: -1\n", encoding="utf-8")
+
+    # when sim serve is started with it
+    code = main(["sim", "serve", "--world", str(world)])
+
+    # then it is a usage error naming the file and the field
+    err = capsys.readouterr().err
+    assert code == 2
+    assert str(world) in err and "ready_delay" in err

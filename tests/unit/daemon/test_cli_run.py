@@ -1,0 +1,153 @@
+"""``dgd-operator run``: its flags, how they settle with the config file, and a real SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+from pathlib import Path
+
+import anyio
+import pytest
+
+from dgd.cli import main
+from dgd.cli_run import Options, Usage, add_command, options, serve
+from dgd.cluster.memory import MemoryCluster
+from tests.unit.daemon.harness import LEASE_NS, install, lease_spec
+
+FLAGS = (
+    "--kubeconfig",
+    "--namespace",
+    "--config",
+    "--metrics-addr",
+    "--probe-addr",
+    "--leader-elect",
+    "--no-leader-elect",
+    "--lease-name",
+    "--lease-namespace",
+    "--lease-duration",
+    "--renew-deadline",
+    "--retry-period",
+    "--qps",
+    "--burst",
+    "--log-format",
+    "--log-level",
+    "--shutdown-timeout",
+    "--instance",
+)
+
+
+def settle_flags(*argv: str) -> Options:
+    parser = argparse.ArgumentParser()
+    add_command(parser.add_subparsers(dest="command"))
+    return options(parser.parse_args(["run", *argv]))
+
+
+def test_help_documents_every_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    # when run's help is asked for
+    with pytest.raises(SystemExit) as exit:
+        main(["run", "--help"])
+
+    # then it lists every flag
+    out = capsys.readouterr().out
+    assert exit.value.code == 0
+    for flag in FLAGS:
+        assert flag in out, flag
+
+
+def test_one_namespace_restricts_the_operator_to_it() -> None:
+    # when one --namespace is given
+    settled = settle_flags("--namespace", "team-a")
+
+    # then the operator runs namespace-restricted there
+    assert settled.config.namespace.restricted == "team-a"
+
+
+def test_a_second_namespace_is_a_usage_error_naming_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    # when two namespaces are given
+    code = main(["run", "--namespace", "team-a", "--namespace", "team-b"])
+
+    # then the command refuses, saying what it can do instead
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "--namespace: the operator watches one namespace or every namespace, not 2 (team-a, team-b)" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--lease-duration", "soon"], "--lease-duration: 'soon' is not a duration"),
+        (["--lease-duration", "5s"], "the lease duration must be longer than the renew deadline"),
+        (["--shutdown-timeout", "0"], "--shutdown-timeout: '0' must be positive"),
+        (["--metrics-addr", "localhost"], "--metrics-addr: 'localhost' is not [HOST]:PORT"),
+    ],
+)
+def test_bad_flags_are_usage_errors_naming_the_flag(argv: list[str], message: str) -> None:
+    # when a flag's value is wrong, then the error names it
+    with pytest.raises(Usage, match=message.replace("[", r"\[").replace("(", r"\(")):
+        settle_flags(*argv)
+
+
+def test_flags_default_from_the_config_file_and_override_it(tmp_path: Path) -> None:
+    # given a config file that turns leader election off and names the lease and the log format
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "leaderElection: {enabled: false, id: dynamo-lock, namespace: ops}\n"
+        "logging: {format: text, level: debug}\n"
+        "server: {metrics: {port: 9090}}\n"
+    )
+
+    # when only the config is given, it decides; when flags are given too, they do
+    from_file = settle_flags("--config", str(config))
+    from_flags = settle_flags(
+        "--config", str(config), "--leader-elect", "--lease-name", "mine", "--log-format", "json"
+    )
+
+    # then
+    assert from_file.settings.leader_elect is False
+    assert (from_file.settings.lease_name, from_file.settings.lease_namespace) == ("dynamo-lock", "ops")
+    assert (from_file.log_format, from_file.log_level) == ("text", "debug")
+    assert from_file.settings.metrics_address == "0.0.0.0:9090"
+    assert from_flags.settings.leader_elect is True
+    assert (from_flags.settings.lease_name, from_flags.log_format) == ("mine", "json")
+
+
+def test_without_flags_leader_election_is_on_with_the_documented_durations() -> None:
+    settled = settle_flags()
+    assert settled.settings.leader_elect is True
+    assert settled.settings.timing.duration == 15.0
+    assert settled.settings.timing.renew_deadline == 10.0
+    assert settled.settings.timing.retry_period == 2.0
+    assert settled.settings.shutdown_timeout == 30.0
+    assert (settled.log_format, settled.log_level) == ("json", "info")
+
+
+@pytest.mark.anyio
+async def test_sigterm_stops_the_daemon_gracefully_and_releases_the_lease() -> None:
+    # given the daemon running against a memory cluster, holding the lease
+    server = MemoryCluster()
+    await install(server)
+    settled = settle_flags(
+        "--metrics-addr", "127.0.0.1:0", "--probe-addr", "127.0.0.1:0", "--lease-namespace", LEASE_NS,
+        "--instance", "me",
+    )  # fmt: skip
+    code: list[int] = []
+
+    async def run() -> None:
+        code.append(await serve(server.client(), ["v1", "grove.io/v1alpha1"], settled))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        with anyio.fail_after(10):
+            while (spec := await lease_spec(server)) is None or spec.get("holderIdentity") != "me":
+                await anyio.sleep(0.01)
+            while signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+                await anyio.sleep(0.01)
+
+        # when the process gets SIGTERM
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    # then it exited 0 and released the lease
+    assert code == [0]
+    spec = await lease_spec(server)
+    assert spec is not None and "holderIdentity" not in spec

@@ -1,0 +1,171 @@
+"""Metrics: controller-runtime's names and the actor runtime's, scraped over HTTP from a running daemon."""
+
+from __future__ import annotations
+
+import aiohttp
+import msgspec
+import pytest
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from dgd.actors.dgd import Nudge
+from dgd.actors.runtime import ManualClock, settle
+from dgd.actors.tree import DGDS
+from dgd.cluster.resources import DGD
+from dgd.daemon.metrics import DGD_CONTROLLER, DaemonMetrics
+from dgd.messages.dgd import DynamoGraphDeployment
+from tests.unit.actors.operator.harness import manifest
+from tests.unit.daemon.harness import LEASE_NAME, NS, advance, daemon, install, memory_cluster, running
+
+pytestmark = pytest.mark.anyio
+
+#: Every series a controller-runtime dashboard or an actor dashboard reads.
+NAMES = (
+    "controller_runtime_reconcile_total",
+    "controller_runtime_reconcile_errors_total",
+    "controller_runtime_reconcile_time_seconds",
+    "controller_runtime_active_workers",
+    "workqueue_depth",
+    "workqueue_adds_total",
+    "workqueue_queue_duration_seconds",
+    "workqueue_retries_total",
+    "rest_client_requests_total",
+    "leader_election_master_status",
+    "dgd_actor_restarts_total",
+    "dgd_actor_mailbox_depth",
+    "dgd_supervisor_escalations_total",
+    "dgd_actors",
+)
+
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def parse(text: str) -> Samples:
+    return {
+        (sample.name, frozenset(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def value(samples: Samples, series: str, **labels: str) -> float:
+    return samples.get((series, frozenset(labels.items())), 0.0)
+
+
+async def scrape(port: int | None) -> tuple[str, Samples]:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"http://127.0.0.1:{port}/metrics") as response,
+    ):
+        assert response.status == 200
+        assert response.headers["Content-Type"].startswith("text/plain")
+        text = await response.text()
+    return text, parse(text)
+
+
+async def test_a_scrape_after_a_few_reconciles_has_every_series_with_what_happened() -> None:
+    clock = ManualClock()
+    server = memory_cluster(clock)
+    await install(server)
+    a = daemon(server.client(), clock, "a")
+    async with running(a):
+        # given a leading daemon that reconciled a DGD, then was nudged twice more
+        await server.create(DGD, msgspec.convert(manifest(), DynamoGraphDeployment))
+        await settle()
+        assert a.system is not None
+        for _ in range(2):
+            a.system.ref(f"{DGDS}/{NS}/demo").tell_nowait(Nudge())
+            await settle()
+
+        # and whose DGD actor was killed once and restarted by its supervisor
+        assert a.system.kill(f"{DGDS}/{NS}/demo")
+        await advance(clock, 5.0)
+
+        # when Prometheus scrapes it
+        text, samples = await scrape(a.metrics_port)
+
+    # then every series is there, under controller-runtime's and the runtime's names
+    for name in NAMES:
+        assert f"# TYPE {name} " in text, name
+    # and they say what happened
+    reconciles = value(
+        samples, "controller_runtime_reconcile_total", controller=DGD_CONTROLLER, result="success"
+    )
+    assert reconciles == 4  # the first, two nudges, the restarted incarnation's first
+    assert value(samples, "workqueue_adds_total", name=DGD_CONTROLLER) == reconciles
+    # every reconcile is timed (the DGD actor reports each one)
+    assert value(samples, "controller_runtime_reconcile_time_seconds_count", controller=DGD_CONTROLLER) == 4
+    assert value(samples, "controller_runtime_active_workers", controller=DGD_CONTROLLER) == 0
+    assert value(samples, "rest_client_requests_total", code="200", method="GET") > 0
+    assert value(samples, "rest_client_requests_total", code="201", method="POST") > 0
+    assert value(samples, "leader_election_master_status", name=LEASE_NAME) == 1
+    assert value(samples, "dgd_actor_restarts_total", kind="DGDActor") == 1
+    assert value(samples, "dgd_actors", kind="DGDActor") == 1
+    assert value(samples, "dgd_actors", kind="Informer") >= 10
+    assert value(samples, "workqueue_depth", name=DGD_CONTROLLER) == 0
+
+
+async def test_a_standby_reports_that_it_does_not_lead_and_runs_no_actors() -> None:
+    clock = ManualClock()
+    server = memory_cluster(clock)
+    await install(server)
+    a, b = daemon(server.client(), clock, "a"), daemon(server.client(), clock, "b")
+    async with running(a, b):
+        # when the standby is scraped
+        _, samples = await scrape(b.metrics_port)
+
+    # then it says it is not the leader, and has no actors
+    assert value(samples, "leader_election_master_status", name=LEASE_NAME) == 0
+    assert not any(name == "dgd_actors" for name, _ in samples)
+
+
+def test_reported_reconciles_replace_the_derived_counts() -> None:
+    clock = ManualClock()
+    metrics = DaemonMetrics(clock)
+    path = f"{DGDS}/{NS}/demo"
+
+    # given one reconcile derived from the runtime's hooks
+    metrics.message_processed(path, Nudge)
+
+    # when the actors report reconciles themselves: one failed, one to be retried
+    metrics.reconcile_started(DGD_CONTROLLER, NS, "demo")
+    metrics.reconcile_finished(DGD_CONTROLLER, NS, "demo", "error", 0.25)
+    metrics.message_processed(path, Nudge)
+    metrics.reconcile_started(DGD_CONTROLLER, NS, "demo")
+    id_during = metrics.reconcile_id(path)
+    metrics.reconcile_finished(DGD_CONTROLLER, NS, "demo", "requeue", 0.5)
+    metrics.message_processed(path, Nudge)
+
+    # then the reports count, and the runtime's hooks no longer do
+    samples = parse(_exposition(metrics))
+    assert (
+        value(samples, "controller_runtime_reconcile_total", controller=DGD_CONTROLLER, result="success") == 1
+    )
+    assert (
+        value(samples, "controller_runtime_reconcile_total", controller=DGD_CONTROLLER, result="error") == 1
+    )
+    assert (
+        value(samples, "controller_runtime_reconcile_total", controller=DGD_CONTROLLER, result="requeue") == 1
+    )
+    assert value(samples, "controller_runtime_reconcile_errors_total", controller=DGD_CONTROLLER) == 1
+    assert value(samples, "workqueue_retries_total", name=DGD_CONTROLLER) == 2
+    assert value(samples, "controller_runtime_reconcile_time_seconds_sum", controller=DGD_CONTROLLER) == 0.75
+    assert value(samples, "controller_runtime_active_workers", controller=DGD_CONTROLLER) == 0
+    assert id_during == f"{NS}/demo#3"
+
+
+def test_escalations_and_restarts_are_counted() -> None:
+    metrics = DaemonMetrics(ManualClock())
+
+    # when a supervisor escalates and an actor outside any bound system restarts
+    metrics.escalated("/operator/informers")
+    metrics.restarted("/operator/router", 1)
+
+    # then both are counted
+    samples = parse(_exposition(metrics))
+    assert value(samples, "dgd_supervisor_escalations_total") == 1
+    assert value(samples, "dgd_actor_restarts_total", kind="unknown") == 1
+
+
+def _exposition(metrics: DaemonMetrics) -> str:
+    return generate_latest(metrics.registry).decode()
