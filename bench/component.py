@@ -1,4 +1,4 @@
-"""The Component pathway at scale: N DGDs created, then rolled to a new worker image, on the simulated cluster.
+"""The Component pathway at scale: N DGDs created, then rolled to a new worker image, simulated.
 
 In one process, on the virtual clock (``dgd.sim``), it applies N copies of the aggregated vLLM
 example (a frontend and a two-replica worker), each annotated ``nvidia.com/enable-grove: "false"``
@@ -16,7 +16,9 @@ makes the pods), with the operator running beside the world models, in two phase
 For each phase it reports:
 
 * wall time: ``time.perf_counter`` from the first write of the phase until a poll (every 5 s of
-  cluster time) sees every DGD done, and the cluster (virtual) time that took;
+  cluster time) sees every DGD done; the process's CPU time over the same span
+  (``time.process_time``, which other load on a shared machine does not inflate); and the cluster
+  (virtual) time that took;
 * reconciles per DGD: ``Nudge`` messages handled by DGD actors (the runtime's ``CountingMetrics``)
   divided by N;
 * API writes per DGD: the operator's create/update/patch/delete calls (events included; the world
@@ -71,6 +73,7 @@ class Phase:
 
     def __init__(self) -> None:
         self.wall = 0.0
+        self.cpu = 0.0
         self.cluster_seconds = 0.0
         self.reconciles = 0
         self.writes = 0
@@ -88,13 +91,15 @@ class Counts:
         processed = self._metrics.processed
         return sum(n for path, n in processed.items() if path.startswith(prefix) and path.count("/") == 4)
 
-    def snapshot(self) -> tuple[float, int, int, Counter[str]]:
-        return time.perf_counter(), self.reconciles(), self._writes.fired, Counter(self._breakdown)
+    def snapshot(self) -> tuple[float, float, int, int, Counter[str]]:
+        counted = self.reconciles(), self._writes.fired, Counter(self._breakdown)
+        return time.perf_counter(), time.process_time(), *counted
 
-    def since(self, before: tuple[float, int, int, Counter[str]], cluster_seconds: float) -> Phase:
-        wall, reconciles, writes, breakdown = before
+    def since(self, before: tuple[float, float, int, int, Counter[str]], cluster_seconds: float) -> Phase:
+        wall, cpu, reconciles, writes, breakdown = before
         phase = Phase()
         phase.wall = time.perf_counter() - wall
+        phase.cpu = time.process_time() - cpu
         phase.cluster_seconds = cluster_seconds
         phase.reconciles = self.reconciles() - reconciles
         phase.writes = self._writes.fired - writes
@@ -143,8 +148,11 @@ def _new_image(components: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 async def _hashes(user: Cluster) -> dict[str, str]:
+    """The ``nvidia.com/current-worker-hash-v2`` annotation of every DGD, by name."""
     listed = (await user.list(DGD, namespace=NS)).items
-    return {d.metadata.name or "": (d.metadata.annotations or {}).get(CURRENT_WORKER_HASH_V2, "") for d in listed}
+    return {
+        d.metadata.name or "": (d.metadata.annotations or {}).get(CURRENT_WORKER_HASH_V2, "") for d in listed
+    }
 
 
 async def _check_generations(user: Cluster, before: dict[str, str]) -> list[str]:
@@ -172,8 +180,9 @@ async def _check_generations(user: Cluster, before: dict[str, str]) -> list[str]
     return problems
 
 
-async def bench(count: int, seed: int) -> tuple[Phase, Phase, list[str]]:
-    """Create ``count`` DGDs, then roll every worker (see the module); the two phases and any problems."""
+async def bench(count: int, seed: int, report: Callable[[str, Phase], None]) -> list[str]:
+    """Create ``count`` DGDs, then roll every worker (see the module); ``report`` is given each phase as
+    it ends. Returns the problems the final check found."""
     config = OperatorConfig()
     metrics = CountingMetrics()
     holder: list[SimulatedCluster] = []
@@ -212,7 +221,7 @@ async def bench(count: int, seed: int) -> tuple[Phase, Phase, list[str]]:
             document["metadata"] = {"name": name, "namespace": NS, "annotations": {ENABLE_GROVE: "false"}}
             await user.create(DGD.as_raw(), document)
         await sim.until(every(_done_created), timeout=TIMEOUT, every=POLL)
-        created = counts.since(before, sim.elapsed() - start)
+        report("create", counts.since(before, sim.elapsed() - start))
         hashes = await _hashes(user)
 
         # Phase 2: a new worker image for every DGD.
@@ -221,13 +230,14 @@ async def bench(count: int, seed: int) -> tuple[Phase, Phase, list[str]]:
         for name in names:
             await user.patch(DGD.key(NS, name), {"spec": {"components": components}})
         await sim.until(every(_done_rolled), timeout=TIMEOUT, every=POLL)
-        rolled = counts.since(before, sim.elapsed() - start)
+        report("rollout", counts.since(before, sim.elapsed() - start))
         problems = await _check_generations(user, hashes)
-    return created, rolled, problems
+    return problems
 
 
 def _report(name: str, phase: Phase, count: int, breakdown: bool) -> None:
     print(f"{name}.wall_time {phase.wall:.2f} s")
+    print(f"{name}.cpu_time {phase.cpu:.2f} s")
     print(f"{name}.cluster_time {phase.cluster_seconds:.0f} s")
     print(f"{name}.reconciles_per_dgd {phase.reconciles / count:.2f} reconciles")
     print(f"{name}.api_writes_per_dgd {phase.writes / count:.2f} writes")
@@ -235,6 +245,7 @@ def _report(name: str, phase: Phase, count: int, breakdown: bool) -> None:
         for what, n in sorted(phase.breakdown.items(), key=lambda item: (-item[1], item[0])):
             if n:
                 print(f"{name}.writes[{what}] {n / count:.2f} writes/DGD")
+    sys.stdout.flush()
 
 
 def main() -> None:
@@ -248,9 +259,11 @@ def main() -> None:
         f"({EXAMPLE.name}, Component pathway), seed {args.seed}"
     )
     started = time.perf_counter()
-    created, rolled, problems = run(bench, args.dgds, args.seed)
-    _report("create", created, args.dgds, args.breakdown)
-    _report("rollout", rolled, args.dgds, args.breakdown)
+
+    def report(name: str, phase: Phase) -> None:
+        _report(name, phase, args.dgds, args.breakdown)
+
+    problems = run(bench, args.dgds, args.seed, report)
     print(f"total.wall_time {time.perf_counter() - started:.2f} s")
     for problem in problems[:20]:
         print(f"PROBLEM {problem}")
