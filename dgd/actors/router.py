@@ -19,6 +19,8 @@ Which events nudge a DGD actor (the watch predicates):
   became Ready).
 * PodCliqueSet, Service and every other kind the DGD controls (owner reference with
   ``controller: true``): updates and deletions, not creations (the DGD actor made them).
+* DynamoComponentDeployment: the same, except updates that change nothing the DGD reads (a finalizer
+  added or removed by the DCD controller).
 * PodClique: updates that change what readiness reads; mapped through the
   ``nvidia.com/dynamo-graph-deployment-name`` label.
 * PodCliqueScalingGroup: the same, mapped through its PodCliqueSet to the DGD that controls it.
@@ -61,7 +63,7 @@ from dgd.actors.runtime import (
     Timer,
     WhichChildren,
 )
-from dgd.cluster.resources import CHECKPOINT, DGD, DGDSA, PCLQ, PCS, PCSG, POD
+from dgd.cluster.resources import CHECKPOINT, DCD, DGD, DGDSA, PCLQ, PCS, PCSG, POD
 from dgd.domain.checkpoint import AUTO as AUTO_CHECKPOINT
 from dgd.domain.metadata_keys import GRAPH_NAME, SELECTOR
 from dgd.messages import dgd as dgd_messages
@@ -154,6 +156,27 @@ def _pod_changed(event_type: str, old: Any, new: Any) -> bool:
     return bool(_pod_view(old) != _pod_view(new))
 
 
+def _dcd_view(dcd: Any) -> Any:
+    """What the DGD reads of a DCD: its generation and metadata (drift), replicas, and its status."""
+    meta = dcd.metadata
+    return (
+        meta.generation,
+        meta.labels,
+        meta.annotations,
+        meta.deletion_timestamp,
+        dcd.spec.replicas,
+        dcd.status,
+    )
+
+
+def _dcd_changed(event_type: str, old: Any, new: Any) -> bool:
+    """A DCD update nudges its DGD unless only what the DGD does not read changed (its finalizers, a
+    resourceVersion)."""
+    if event_type != "MODIFIED" or old is None:
+        return event_type in ("MODIFIED", "DELETED")
+    return bool(_dcd_view(old) != _dcd_view(new))
+
+
 def _readiness_view(obj: Any) -> Any:
     """What readiness reads of a PodClique or PodCliqueScalingGroup (§9.8)."""
     status = obj.status
@@ -196,6 +219,7 @@ ROUTES: dict[str, Route] = {
     str(PCLQ): Route(_readiness_changed, _labelled_dgd),
     str(PCSG): Route(_readiness_changed, _scaling_group_dgd),
     str(POD): Route(_pod_changed, _labelled_dgd),
+    str(DCD): Route(_dcd_changed, _controlling_dgd),
     str(CHECKPOINT): Route(_changed_or_deleted, _auto_checkpoint_dgd),
 }
 OWNED = Route(_changed_or_deleted, _controlling_dgd)
