@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CONSTRAINTS := requirements/constraints.txt
 
-.PHONY: run test lint format crds bench clean
+.PHONY: run test lint format crds manifests bench clean
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,17 +22,21 @@ test: lint
 
 ## lint: ruff and mypy --strict
 lint: $(STAMP)
-	$(BIN)/ruff check dgd tests bench
-	$(BIN)/ruff format --check dgd tests bench
+	$(BIN)/ruff check dgd tests bench deploy
+	$(BIN)/ruff format --check dgd tests bench deploy
 	$(BIN)/mypy --strict dgd
 
 format: $(STAMP)
-	$(BIN)/ruff format dgd tests bench
-	$(BIN)/ruff check --fix dgd tests bench
+	$(BIN)/ruff format dgd tests bench deploy
+	$(BIN)/ruff check --fix dgd tests bench deploy
 
 ## crds: regenerate deploy/crds/ from the data model
 crds: $(STAMP)
 	$(BIN)/dgd-operator crds --output-dir deploy/crds
+
+## manifests: regenerate deploy/rbac/ and deploy/manifests/ (RBAC, ConfigMap, Deployment, Service)
+manifests: $(STAMP)
+	$(BIN)/python deploy/generate.py
 
 ## bench: decoding, actor-runtime and cluster benchmarks (see bench/README.md)
 bench: $(STAMP)

@@ -16,6 +16,7 @@ from dgd import __version__
 from dgd.cli_run import add_command as add_run_command
 from dgd.cli_serve import add_commands as add_serve_commands
 from dgd.cli_sim import add_commands as add_sim_commands
+from dgd.cli_world import add_commands as add_world_commands
 from dgd.domain.conversion import ConversionError, dgd_to_v1beta1
 from dgd.domain.crds import crd_files, render_crds_yaml
 from dgd.domain.documents import admit_document
@@ -113,6 +114,7 @@ def _parser() -> argparse.ArgumentParser:
     add_run_command(commands)
     add_sim_commands(commands)
     add_serve_commands(commands)
+    add_world_commands(commands)
     return parser
 
 

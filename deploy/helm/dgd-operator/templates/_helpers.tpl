@@ -1,0 +1,130 @@
+{{/* The name of every object of the release. */}}
+{{- define "dgd-operator.fullname" -}}
+{{- .Values.fullnameOverride | default .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The labels of every object, and the pods' selector. */}}
+{{- define "dgd-operator.labels" -}}
+app.kubernetes.io/name: dgd-operator
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* The one namespace watched in namespace-restricted mode; empty in cluster-wide mode. */}}
+{{- define "dgd-operator.watch" -}}
+{{- if gt (len .Values.namespaces) 1 -}}
+{{- fail (printf "namespaces: the operator watches one namespace or every namespace, not %d" (len .Values.namespaces)) -}}
+{{- end -}}
+{{- if .Values.namespaces -}}{{ first .Values.namespaces }}{{- end -}}
+{{- end -}}
+
+{{/* The rules of the operator's own API calls (deploy/generate.py: OPERATOR_RULES and the gates). */}}
+{{- define "dgd-operator.rules" -}}
+- apiGroups: [nvidia.com]
+  resources: [dynamographdeployments]
+  verbs: [get, list, watch, update, patch]
+- apiGroups: [nvidia.com]
+  resources: [dynamographdeployments/status]
+  verbs: [update]
+- apiGroups: [nvidia.com]
+  resources: [dynamographdeploymentscalingadapters]
+  verbs: [create, get, list, watch, patch, delete]
+- apiGroups: [nvidia.com]
+  resources: [dynamographdeploymentscalingadapters/status]
+  verbs: [patch]
+- apiGroups: [nvidia.com]
+  resources: [dynamocomponentdeployments]
+  verbs: [create, get, list, watch, patch, delete]
+{{- if not .Values.featureGates.checkpoint }}
+- apiGroups: [nvidia.com]
+  resources: [dynamocheckpoints]
+  verbs: [list]
+{{- end }}
+- apiGroups: [""]
+  resources: [services]
+  verbs: [create, get, list, watch, patch, delete]
+- apiGroups: [networking.k8s.io]
+  resources: [ingresses]
+  verbs: [create, get, list, watch, patch, delete]
+- apiGroups: [""]
+  resources: [configmaps, serviceaccounts]
+  verbs: [create, get, list, watch, patch]
+- apiGroups: [""]
+  resources: [persistentvolumeclaims, secrets]
+  verbs: [create, get]
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [list, watch]
+- apiGroups: [rbac.authorization.k8s.io]
+  resources: [roles]
+  verbs: [create, get, list, watch, patch]
+- apiGroups: [rbac.authorization.k8s.io]
+  resources: [rolebindings]
+  verbs: [create, get, list, watch, patch]
+- apiGroups: [events.k8s.io]
+  resources: [events]
+  verbs: [create]
+{{- if eq (toString .Values.featureGates.grove) "false" }}
+- apiGroups: [grove.io]
+  resources: [podcliquesets]
+  verbs: [list]
+{{- else }}
+- apiGroups: [grove.io]
+  resources: [podcliquesets]
+  verbs: [create, get, list, watch, patch]
+- apiGroups: [grove.io]
+  resources: [podcliques, podcliquescalinggroups]
+  verbs: [list, watch]
+- apiGroups: [grove.io]
+  resources: [podcliques/scale, podcliquescalinggroups/scale]
+  verbs: [get, update]
+{{- end }}
+{{- if .Values.featureGates.checkpoint }}
+- apiGroups: [nvidia.com]
+  resources: [dynamocheckpoints]
+  verbs: [create, get, list, watch, patch, delete]
+{{- end }}
+{{- if not (include "dgd-operator.watch" .) }}
+- apiGroups: [rbac.authorization.k8s.io]
+  resources: [rolebindings]
+  verbs: [update, delete]
+- apiGroups: [rbac.authorization.k8s.io]
+  resources: [clusterroles]
+  resourceNames: [{{ include "dgd-operator.fullname" . }}-planner]
+  verbs: [get]
+{{- end }}
+{{- end -}}
+
+{{/* What the operator hands out: the discovery Role of every graph (and the planner's ClusterRole). */}}
+{{- define "dgd-operator.delegatedRules" -}}
+- apiGroups: [""]
+  resources: [endpoints, pods]
+  verbs: [get, list, watch]
+- apiGroups: [discovery.k8s.io]
+  resources: [endpointslices]
+  verbs: [get, list, watch]
+- apiGroups: [nvidia.com]
+  resources: [dynamoworkermetadatas]
+  verbs: [create, get, list, watch, update, patch, delete]
+{{- if not (include "dgd-operator.watch" .) }}
+- apiGroups: [rbac.authorization.k8s.io]
+  resources: [clusterroles]
+  resourceNames: [{{ include "dgd-operator.fullname" . }}-planner]
+  verbs: [bind]
+{{- end }}
+{{- end -}}
+
+{{/* The planner's permissions (supplement §2.3). */}}
+{{- define "dgd-operator.plannerRules" -}}
+- apiGroups: [nvidia.com]
+  resources: [dynamographdeployments]
+  verbs: [get, list, create, update, patch]
+- apiGroups: [nvidia.com]
+  resources: [dynamographdeploymentscalingadapters/scale]
+  verbs: [patch]
+- apiGroups: [discovery.k8s.io]
+  resources: [endpointslices]
+  verbs: [get, list, watch]
+- apiGroups: [nvidia.com]
+  resources: [dynamoworkermetadatas]
+  verbs: [get, list, watch, create, update, patch, delete]
+{{- end -}}

@@ -1,0 +1,154 @@
+"""The Helm chart, rendered by Helm itself, makes the same objects as the plain manifests.
+
+``helm-python-sdk`` (a development dependency) bundles Helm's Go SDK as a shared library, so the
+chart is rendered here by the real template engine (Go templates, Sprig, ``include``, ``fail``),
+with no ``helm`` binary and no network. Each case renders the chart with some values and compares
+every object with the generator's installation for the same choices (``deploy/generate.py``):
+exactly, except that rules are compared as the permissions they grant (their order is free), the
+operator configuration as the YAML it parses to, and the Deployment's ``checksum/config`` annotation
+(Helm's way to roll the pods when the config changes) is Helm's own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+from pathlib import Path
+from typing import Any
+
+import helm_python as helm
+import pytest
+import yaml
+
+from dgd.cli_run import add_command, options
+from dgd.messages.config import load_config
+from tests.unit.deploy.generator import DEPLOY, find, generate
+from tests.unit.deploy.recording import permissions
+
+CHART = DEPLOY / "helm" / "dgd-operator"
+RELEASE, NAMESPACE = generate.RELEASE, generate.NAMESPACE
+
+
+def render(
+    values: dict[str, Any], *, name: str = RELEASE, namespace: str = NAMESPACE
+) -> list[dict[str, Any]]:
+    """Every object the chart renders for ``values`` (as ``helm template``)."""
+    with helm.Chart.load(str(CHART)) as chart:
+        rendered = chart.render(values, name=name, namespace=namespace)
+    return [d for text in rendered.values() for d in yaml.safe_load_all(text) if d]
+
+
+def normalized(document: dict[str, Any]) -> tuple[tuple[str, str | None, str], Any]:
+    """An object keyed by kind, namespace and name, in the form the comparison uses (see the module)."""
+    document = copy.deepcopy(document)
+    metadata = document["metadata"]
+    if "rules" in document:
+        document["rules"] = permissions(document["rules"])
+    if document["kind"] == "ConfigMap":
+        document["data"]["config.yaml"] = yaml.safe_load(document["data"]["config.yaml"])
+    if document["kind"] == "Deployment":
+        template = document["spec"]["template"]["metadata"]
+        template.get("annotations", {}).pop("checksum/config", None)
+        if not template.get("annotations"):
+            template.pop("annotations", None)
+    return (document["kind"], metadata.get("namespace"), metadata["name"]), document
+
+
+def objects(documents: list[dict[str, Any]]) -> dict[tuple[str, str | None, str], Any]:
+    pairs = [normalized(d) for d in documents if d["kind"] != "Namespace"]
+    keyed = dict(pairs)
+    assert len(keyed) == len(pairs), "an object is rendered twice"
+    return keyed
+
+
+CASES = {
+    "defaults": ({}, generate.CLUSTER_WIDE),
+    "restricted to its own namespace": ({"namespaces": [NAMESPACE]}, generate.RESTRICTED),
+    "restricted to another namespace": ({"namespaces": ["team-a"]}, generate.Install(watch="team-a")),
+    "checkpoints on": ({"featureGates": {"checkpoint": True}}, generate.Install(checkpoint=True)),
+    "grove off": ({"featureGates": {"grove": False}}, generate.Install(grove=False)),
+    "one replica": ({"replicas": 1}, generate.Install(replicas=1)),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_chart_renders_the_objects_of_the_plain_installation(case: str) -> None:
+    # given the chart's values for a choice, and the generator's installation for the same choice
+    values, install = CASES[case]
+    # when Helm renders the chart
+    rendered = objects(render(values))
+    expected = objects(install.manifests())
+    # then it makes the same objects
+    assert sorted(rendered) == sorted(expected)
+    for key, document in expected.items():
+        assert rendered[key] == document, key
+
+
+def test_the_default_rendering_is_the_committed_cluster_wide_bundle() -> None:
+    # given the committed plain manifests
+    committed = [d for d in yaml.safe_load_all((DEPLOY / "manifests/cluster-wide.yaml").read_text()) if d]
+    # then the chart with its defaults renders the same objects (but the Namespace: --create-namespace)
+    assert objects(render({})) == objects(committed)
+
+
+#: Helm's lint severities: 1 is INFO (e.g. "icon is recommended"), 2 WARNING, 3 ERROR.
+WARNING = 2
+
+
+def test_the_chart_lints_without_warnings_or_errors() -> None:
+    # when Helm lints the chart
+    findings = helm.lint(str(CHART))
+    # then it finds no error and nothing worse than a recommendation
+    assert findings["total_charts_linted"] == 1
+    assert findings["errors"] == []
+    assert not [m for m in findings["messages"] if m["severity"] >= WARNING], findings
+
+
+def test_the_chart_refuses_more_than_one_namespace() -> None:
+    # when asked to watch two namespaces, then rendering fails and says why
+    with pytest.raises(helm.HelmError) as refused:
+        render({"namespaces": ["team-a", "team-b"]})
+    assert "one namespace or every namespace, not 2" in str(refused.value)
+
+
+def test_extra_configuration_is_merged_into_the_operators_config_file() -> None:
+    # given values with an ingress class and a rollout deadline
+    values = {"config": {"ingress": {"controllerClassName": "nginx"}, "rollout": {"progressDeadline": "1h"}}}
+    # when rendered
+    config_map = find(render(values), "ConfigMap", f"{RELEASE}-config")
+    config = load_config(config_map["data"]["config.yaml"])
+    # then the operator reads them beside what the chart set
+    assert config.ingress.controller_class_name == "nginx"
+    assert config.rollout.progress_deadline == "1h"
+    assert (
+        config.leader_election.enabled is True
+        and config.rbac.planner_cluster_role_name == f"{RELEASE}-planner"
+    )
+
+
+def test_timing_values_become_flags_the_daemon_accepts(tmp_path: Path) -> None:
+    # given faster leader election and a longer drain
+    values = {
+        "leaderElection": {"leaseDuration": "30s", "renewDeadline": "20s", "retryPeriod": "4s"},
+        "shutdownTimeout": "60s",
+        "terminationGracePeriodSeconds": 90,
+        "logFormat": "text",
+    }
+    documents = render(values)
+    deployment = find(documents, "Deployment", RELEASE)
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        find(documents, "ConfigMap", f"{RELEASE}-config")["data"]["config.yaml"], encoding="utf-8"
+    )
+    # when `dgd-operator run` parses the rendered arguments
+    parser = argparse.ArgumentParser()
+    add_command(parser.add_subparsers(dest="command"))
+    args = parser.parse_args([str(config) if a == generate.CONFIG_PATH else a for a in container["args"]])
+    settled = options(args)
+    # then it runs with them, and the pod's grace period still covers the drain and the renew deadline
+    timing = settled.settings.timing
+    assert (timing.duration, timing.renew_deadline, timing.retry_period) == (30.0, 20.0, 4.0)
+    assert settled.settings.shutdown_timeout == 60.0 and settled.log_format == "text"
+    grace = deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+    assert grace >= settled.settings.shutdown_timeout + timing.renew_deadline
