@@ -62,7 +62,12 @@ class ApiServer:
         return stored
 
     def list(self, resource: Resource[Any], namespace: str | None, selector: Selector) -> list[Stored]:
-        items = self.store.items(self.id(resource), namespace)
+        # An equality requirement narrows the candidates through the label index.
+        narrowing = next((r for r in selector.requirements if r.operator in ("=", "in")), None)
+        if narrowing is not None:
+            items = self.store.labelled(self.id(resource), namespace, narrowing.key, narrowing.values)
+        else:
+            items = self.store.items(self.id(resource), namespace)
         return items if selector.empty else [stored for stored in items if selector.matches(stored.labels)]
 
     # Writes.

@@ -137,6 +137,10 @@ class Store:
         self._dependents: dict[str, dict[StoreKey, None]] = {}
         self.histories = {plural: History(history_size) for plural in self._objects}
         self.listeners: list[Callable[[Change], None]] = []
+        # Read indexes: the keys of each resource in list order (rebuilt after an insert or removal),
+        # and the keys carrying each label value.
+        self._sorted: dict[str, list[tuple[str | None, str]] | None] = dict.fromkeys(self._objects)
+        self._by_label: dict[tuple[str, str, str], set[tuple[str | None, str]]] = {}
 
     # Reads.
 
@@ -147,8 +151,23 @@ class Store:
     def items(self, plural: str, namespace: str | None = None) -> list[Stored]:
         """The objects of a resource (in one namespace, or all), ordered by namespace then name."""
         found = self._objects[plural]
-        keys = sorted(found, key=_order)
+        keys = self._sorted[plural]
+        if keys is None:
+            keys = self._sorted[plural] = sorted(found, key=_order)
         return [found[key] for key in keys if namespace is None or key[0] == namespace]
+
+    def labelled(self, plural: str, namespace: str | None, key: str, values: Iterable[str]) -> list[Stored]:
+        """The objects of a resource (in one namespace, or all) whose label ``key`` has one of
+        ``values``, in list order."""
+        found = self._objects[plural]
+        keys: set[tuple[str | None, str]] = set()
+        for value in values:
+            keys |= self._by_label.get((plural, key, value), set())
+        return [
+            found[k]
+            for k in sorted(keys, key=_order)
+            if (namespace is None or k[0] == namespace) and k in found
+        ]
 
     def by_uid(self, uid: str) -> Stored | None:
         return self._by_uid.get(uid)
@@ -178,6 +197,8 @@ class Store:
         prev = self.get(key)
         stored = Stored(key, data, self.rv)
         self._objects[key[0]][key[1:]] = stored
+        if prev is None:
+            self._sorted[key[0]] = None
         self._index(prev, stored)
         self._record(Change("MODIFIED" if prev else "ADDED", self.rv, stored, prev))
         return stored
@@ -186,6 +207,7 @@ class Store:
         """Delete the object; returns its last state stamped with the deletion's resourceVersion."""
         self.rv += 1
         del self._objects[stored.key[0]][stored.key[1:]]
+        self._sorted[stored.key[0]] = None
         self._index(stored, None)
         last = stored.stamped(self.rv)
         self._record(Change("DELETED", self.rv, last, stored))
@@ -197,6 +219,16 @@ class Store:
             history.compact(self.rv)
 
     def _index(self, prev: Stored | None, stored: Stored | None) -> None:
+        if prev is not None:
+            for label, value in prev.labels.items():
+                holders = self._by_label.get((prev.key[0], label, value))
+                if holders is not None:
+                    holders.discard(prev.key[1:])
+                    if not holders:
+                        del self._by_label[(prev.key[0], label, value)]
+        if stored is not None:
+            for label, value in stored.labels.items():
+                self._by_label.setdefault((stored.key[0], label, value), set()).add(stored.key[1:])
         if prev is not None:
             self._by_uid.pop(prev.uid, None)
             for owner in prev.owners:
