@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from dgd import __version__
+from dgd.cli_chaos import add_command as add_chaos_command
 from dgd.cli_run import add_command as add_run_command
 from dgd.cli_serve import add_commands as add_serve_commands
 from dgd.cli_sim import add_commands as add_sim_commands
@@ -112,6 +113,7 @@ def _parser() -> argparse.ArgumentParser:
     crds.set_defaults(run=_crds)
 
     add_run_command(commands)
+    add_chaos_command(commands)
     add_sim_commands(commands)
     add_serve_commands(commands)
     add_world_commands(commands)

@@ -19,26 +19,27 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import random
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+import anyio
 import msgspec
 import yaml
 
-from dgd.actors.tree import operator_children
+from dgd.cli_replay import add_command as add_replay_command
 from dgd.cluster.errors import ClusterError
-from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import DEFAULT_RESOURCES, DGD, EVENT, Resource
 from dgd.domain.conversion import ConversionError, dgd_to_v1beta1
-from dgd.domain.gates import GateError, effective_config, resolve_gates, served_apis
+from dgd.domain.gates import GateError
 from dgd.domain.manifests import ManifestError, load_manifests
-from dgd.domain.ssh_keys import rsa_key_pair
 from dgd.messages.config import ConfigError, OperatorConfig, load_config
 from dgd.messages.dgd import API_VERSION_V1ALPHA1, KIND, DynamoGraphDeployment
 from dgd.sim import SimulatedCluster, WorldSettings, run
+from dgd.sim.operator import simulated_operator
+from dgd.sim.recorder import TraceRecorder
+from dgd.sim.trace_io import write_trace
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -70,7 +71,11 @@ def add_commands(commands: Any) -> None:
     apply.add_argument("--realtime", action="store_true", help="run in real time instead of virtual time")
     apply.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the simulation (default 0)")
     apply.add_argument("--config", metavar="FILE", type=Path, help="operator configuration file (YAML)")
+    apply.add_argument(
+        "--record", metavar="FILE", type=Path, help="record what happened as a trace (see sim replay)"
+    )
     apply.set_defaults(run=_apply)
+    add_replay_command(sim_commands)
 
 
 class _Usage(Exception):
@@ -113,7 +118,12 @@ def _apply(args: argparse.Namespace) -> int:
         print("dgd-operator sim apply: error: --timeout must be positive", file=sys.stderr)
         return EXIT_USAGE
     session = _Session(
-        documents, config=config, seed=args.seed, timeout=args.timeout, until_ready=args.until_ready
+        documents,
+        config=config,
+        seed=args.seed,
+        timeout=args.timeout,
+        until_ready=args.until_ready,
+        record=args.record,
     )
     try:
         return run(session.main, virtual=not args.realtime)
@@ -129,6 +139,9 @@ def _apply(args: argparse.Namespace) -> int:
         # The reader went away (``| head``): stop quietly, as other command-line tools do.
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115
         return EXIT_FAILED
+    except OSError as exc:
+        print(f"dgd-operator sim apply: error: {args.record}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 class _Row(msgspec.Struct, frozen=True):
@@ -202,54 +215,60 @@ class _Session:
         seed: int,
         timeout: float,
         until_ready: bool,
+        record: Path | None = None,
     ) -> None:
         self._documents = documents
         self._config = config
         self._seed = seed
         self._timeout = timeout
         self._until_ready = until_ready
+        self._record = record
         self._out = sys.stdout
         namespaces = sorted({str(d["metadata"].get("namespace") or "default") for d in documents})
-        self._sim = SimulatedCluster(
-            WorldSettings(namespaces=tuple(namespaces)), seed=seed, config=config, operator=self._operator
-        )
-
-    def _operator(self, cluster: Cluster) -> Any:
-        gates = resolve_gates(self._config, served_apis(self._sim.discovery.group_versions))
-        keys = random.Random(self._seed)
-        return operator_children(
-            cluster,
-            config=effective_config(self._config, gates),
-            wall=self._sim.now,
-            instance="dgd-operator-sim",
-            keys=lambda: rsa_key_pair(keys),
-        )
+        self._settings = WorldSettings(namespaces=tuple(namespaces))
+        self._sim = simulated_operator(self._settings, seed=seed, config=config)
 
     async def main(self) -> int:
-        async with self._sim as sim:
-            names = await self._store(sim)
-            if names is None:
-                return EXIT_FAILED
-            table = _Table(self._out)
-            settled_since: float | None = None
-            last: list[_Row] = []
-            while True:
-                dgds = [await sim.cluster.get(DGD.key(ns, name)) for ns, name in names]
-                rows = [_row(d) for d in dgds]
-                table.show(rows, sim.elapsed())
-                states = {row.state for row in rows}
-                if self._until_ready:
-                    if states == {"successful"}:
-                        break
-                    final = states <= {"successful", "failed"}
-                    settled_since = (settled_since if rows == last else sim.elapsed()) if final else None
-                    if settled_since is not None and sim.elapsed() - settled_since >= SETTLED:
-                        break
-                last = rows
-                if sim.elapsed() >= self._timeout:
+        code = EXIT_FAILED
+        async with self._sim as sim, anyio.create_task_group() as group:
+            recorder = None
+            if self._record is not None:
+                recorder = TraceRecorder(
+                    sim, seed=self._seed, settings=self._settings, config=self._config,
+                    description="recorded by dgd-operator sim apply",
+                )  # fmt: skip
+                await recorder.start(group)
+            code = await self._run(sim)
+            if recorder is not None and self._record is not None:
+                listed = (await sim.cluster.client().list(DGD.as_raw())).items
+                self._record.write_bytes(write_trace(recorder.trace(listed)))
+            group.cancel_scope.cancel()
+        return code
+
+    async def _run(self, sim: SimulatedCluster) -> int:
+        names = await self._store(sim)
+        if names is None:
+            return EXIT_FAILED
+        table = _Table(self._out)
+        settled_since: float | None = None
+        last: list[_Row] = []
+        while True:
+            dgds = [await sim.cluster.get(DGD.key(ns, name)) for ns, name in names]
+            rows = [_row(d) for d in dgds]
+            table.show(rows, sim.elapsed())
+            states = {row.state for row in rows}
+            if self._until_ready:
+                if states == {"successful"}:
                     break
-                await sim.run_for(1.0)
-            return await self._report(sim, dgds)
+                final = states <= {"successful", "failed"}
+                settled_since = (settled_since if rows == last else sim.elapsed()) if final else None
+                if settled_since is not None and sim.elapsed() - settled_since >= SETTLED:
+                    break
+            last = rows
+            if sim.elapsed() >= self._timeout:
+                break
+            await sim.run_for(1.0)
+        return await self._report(sim, dgds)
 
     async def _store(self, sim: SimulatedCluster) -> list[tuple[str, str]] | None:
         names: list[tuple[str, str]] = []

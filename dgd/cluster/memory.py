@@ -12,7 +12,8 @@ time. Same seed, same clock, same calls: same objects, byte for byte.
 For the simulation and the chaos tests: ``faults`` holds the fault rules; ``client()`` is another
 client of the same server with fault rules of its own; ``compact()`` drops the watch history (every
 resume before now is ``Gone``); ``snapshot()`` returns every stored object; ``resource_version`` is
-the current global resourceVersion.
+the current global resourceVersion; ``observe(listener)`` hears every change as it is stored;
+``end_watches()`` ends this client's open watches now (a dropped or expired watch).
 """
 
 from __future__ import annotations
@@ -20,17 +21,17 @@ from __future__ import annotations
 import builtins
 import copy
 import random
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import msgspec
 
 from dgd.cluster.clock import Clock, rfc3339_micro, wall_clock
-from dgd.cluster.errors import Invalid, NotFound
+from dgd.cluster.errors import Gone, Invalid, NotFound
 from dgd.cluster.faults import Decision, Faults, Request, Verb
 from dgd.cluster.memory_server import ApiServer
-from dgd.cluster.memory_store import Stored
+from dgd.cluster.memory_store import Change, Stored
 from dgd.cluster.memory_watch import MemoryWatch, WatchHub
 from dgd.cluster.protocol import (
     SCALE_API_VERSION,
@@ -84,6 +85,7 @@ class MemoryCluster:
         self._clock = clock
         self._watch_buffer = watch_buffer
         self._bookmark_interval = bookmark_interval
+        self._watches: dict[MemoryWatch[Any], None] = {}
 
     # For the simulation and tests (not part of the port).
 
@@ -100,7 +102,27 @@ class MemoryCluster:
         the simulated controllers, so faults aimed at the operator do not hit them."""
         other = copy.copy(self)
         other.faults = Faults(random.Random(self._seeds.getrandbits(64)))
+        other._watches = {}
         return other
+
+    def observe(self, listener: Callable[[Change], None]) -> Callable[[], None]:
+        """Call ``listener`` with every change the server stores, from any client: synchronously, in
+        resourceVersion order, in the task whose request made it (no fault rule applies, nothing
+        yields). Returns the function that stops it. For the simulation's invariants and recorder."""
+        listeners = self._server.store.listeners
+        listeners.append(listener)
+        return lambda: listeners.remove(listener)
+
+    def end_watches(self, resource: str | None = None, *, gone: bool = False) -> int:
+        """End this client's open watches (of ``resource``, ``plural.group``; ``None``: all) now, as the
+        server ends a watch it drops: each reader gets what is buffered, then the end of the stream
+        (it resumes), or with ``gone`` a ``Gone`` (it re-lists). Returns how many were ended."""
+        ended = 0
+        for watch in list(self._watches):
+            if resource is None or watch.rid == resource:
+                reason = Gone(f"watch of {watch.rid} expired (injected fault)") if gone else None
+                ended += watch.end(reason)
+        return ended
 
     def compact(self) -> None:
         """Forget the watch history up to now (etcd compaction): older resumes get ``Gone``."""
@@ -129,7 +151,10 @@ class MemoryCluster:
         async def request() -> Decision:
             return await self._request("watch", resource, namespace=namespace)
 
-        return MemoryWatch(
+        # Remember it (while open) so that ``end_watches`` can end it.
+        for done in [watch for watch in self._watches if watch.closed]:
+            del self._watches[done]
+        watch = MemoryWatch(
             store=self._server.store,
             hub=self._hub,
             rid=str(resource),  # an unknown resource is NotFound when the watch is entered
@@ -142,6 +167,8 @@ class MemoryCluster:
             capacity=self._watch_buffer,
             request=request,
         )
+        self._watches[watch] = None
+        return watch
 
     async def create(self, resource: Resource[T], obj: T) -> T:
         data = _to_json(obj)

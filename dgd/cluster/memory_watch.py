@@ -138,8 +138,41 @@ class MemoryWatch(Generic[T]):
         self._drop_after: int | None = None
         self._expire_after: int | None = None
         self._closed = False
+        self._ending: Exception | None = None
+
+    @property
+    def rid(self) -> str:
+        """The resource watched (``plural.group``)."""
+        return self._rid
+
+    @property
+    def closed(self) -> bool:
+        """Whether the watch has ended (or failed to open)."""
+        return self._closed
+
+    def end(self, error: Exception | None = None) -> bool:
+        """End the stream from the server's side now (an injected fault): the reader gets what is
+        already buffered, then the end of the stream, or ``error``. ``False`` if it was not open."""
+        subscription = self._subscription
+        if subscription is None or self._closed or subscription.dropped:
+            return False
+        self._hub.unsubscribe(self._rid, subscription)
+        subscription.dropped = True
+        self._ending = error
+        if subscription.wake is not None:
+            subscription.wake.set()
+            subscription.wake = None
+        return True
 
     async def __aenter__(self) -> Self:
+        try:
+            await self._open()
+        except BaseException:
+            self._closed = True
+            raise
+        return self
+
+    async def _open(self) -> None:
         # The request: faults and latency first, then everything else happens atomically.
         decision = await self._request()
         self._drop_after, self._expire_after = decision.drop_after, decision.expire_after
@@ -158,7 +191,6 @@ class MemoryWatch(Generic[T]):
         self._subscription = Subscription(self._namespace, selector, self._capacity)
         if self._error is None:
             self._hub.subscribe(self._rid, self._subscription)
-        return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
@@ -211,6 +243,8 @@ class MemoryWatch(Generic[T]):
                 raise StopAsyncIteration
             if subscription.dropped:
                 await self.aclose()
+                if self._ending is not None:
+                    raise self._ending
                 raise StopAsyncIteration
             subscription.wake = wake = anyio.Event()
             if not self._bookmarks:

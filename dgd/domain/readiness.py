@@ -250,6 +250,14 @@ def grove_readiness(
     components = dgd.spec.components or []
     not_ready: list[str] = []
     classification = ""
+    # A PodCliqueSet Grove processed before but not since its last change: its children speak for an
+    # older spec (a set never processed has no children yet, which says so below).
+    observed = pcs.status.observed_generation if pcs is not None and pcs.status is not None else None
+    if pcs is not None and observed is not None:
+        unprocessed = _unprocessed(observed, pcs.metadata.generation or 0)
+        if unprocessed is not None:
+            not_ready.append(f"{pcs.metadata.name}: {unprocessed}")
+            classification = SOME_NOT_READY
     for component in components:
         child = children[component.name]
         if child.ready:

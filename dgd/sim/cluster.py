@@ -11,7 +11,8 @@
 * an ``ActorSystem`` whose ``/world`` supervisor runs the world models the operator relies on but
   does not run itself: ``/world/pods`` (scheduler and kubelets), ``/world/grove`` (when
   ``grove.io`` is served), ``/world/dcd`` and ``/world/checkpoints``; plus, beside it, whatever
-  actors ``operator`` returns for the operator's client (one seed, one clock for all).
+  actors ``operator`` returns for the operator's client (one seed, one clock for all), reporting
+  to ``metrics`` if given.
 
 Same seed, same settings, same calls: the same objects, uids and timestamps, byte for byte.
 """
@@ -26,7 +27,7 @@ from typing import Any
 
 import anyio
 
-from dgd.actors.runtime import ActorSystem, ChildSpec, LoopClock, Supervision, Supervisor
+from dgd.actors.runtime import ActorSystem, ChildSpec, LoopClock, Metrics, Supervision, Supervisor
 from dgd.cluster.memory import MemoryCluster
 from dgd.cluster.protocol import Cluster
 from dgd.messages.config import OperatorConfig
@@ -62,6 +63,7 @@ class SimulatedCluster:
         operator: OperatorFactory | None = None,
         history_size: int = 10_000,
         watch_buffer: int = 10_000,
+        metrics: Metrics | None = None,
     ) -> None:
         self._settings = settings or WorldSettings()
         self._seed = seed
@@ -69,6 +71,7 @@ class SimulatedCluster:
         self._operator = operator
         self._history_size = history_size
         self._watch_buffer = watch_buffer
+        self._metrics = metrics
         self._loop: asyncio.AbstractEventLoop | None = None
         self._start = 0.0
         self._cluster: MemoryCluster | None = None
@@ -164,7 +167,9 @@ class SimulatedCluster:
         children: list[ChildSpec[Any]] = [ChildSpec(WORLD[1:], lambda: self._world(world), shutdown=30.0)]
         if self._operator is not None:
             children += self._operator(server)
-        self._system = ActorSystem(children, clock=LoopClock(), random=random.Random(seeds.getrandbits(64)))
+        self._system = ActorSystem(
+            children, clock=LoopClock(), random=random.Random(seeds.getrandbits(64)), metrics=self._metrics
+        )
         await self._system.__aenter__()
         return self
 

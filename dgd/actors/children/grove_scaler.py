@@ -5,7 +5,8 @@ PodCliqueScalingGroup) ``<pcs>-0-<component>`` to the component's replicas, thro
 subresource only: a replica edit never touches the PodCliqueSet spec, so it never rolls pods. A
 child Grove has not created yet is skipped (its creation will nudge the DGD again). The cached
 child answers "already there" without an API call; otherwise the scale is read and, when it
-differs, replaced at the resourceVersion read (a concurrent change is a conflict, retried).
+differs, replaced at the resourceVersion read (a concurrent change is a conflict, retried), and the
+cache told what the write did to the child, so that the readiness read next sees it unprocessed.
 """
 
 from __future__ import annotations
@@ -92,9 +93,26 @@ class GroveScaler(Actor[Scale]):
         if before == target:
             return None
         try:
-            await self._cluster.replace_scale(
+            written = await self._cluster.replace_scale(
                 key, msgspec.structs.replace(scale, spec=msgspec.structs.replace(scale.spec, replicas=target))
             )
         except NotFound:
             return None
+        # The answer is a Scale, not the child: record in the cache what the write did (new replicas, a
+        # later generation), so that this reconcile's readiness sees the child unprocessed by Grove
+        # rather than the cached, ready, old one. The child's own watch event replaces it soon after.
+        if cached is not None:
+            self._reader.cache.observe(
+                key.resource, _scaled(cached, target, written.metadata.resource_version)
+            )
         return before, target
+
+
+def _scaled(child: Any, replicas: int, resource_version: str | None) -> Any:
+    """``child`` (a PodClique or scaling group) as a scale write to ``replicas`` leaves it."""
+    metadata = msgspec.structs.replace(
+        child.metadata, generation=(child.metadata.generation or 0) + 1, resource_version=resource_version
+    )
+    return msgspec.structs.replace(
+        child, metadata=metadata, spec=msgspec.structs.replace(child.spec, replicas=replicas)
+    )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from typing import Literal
 
 import msgspec
 
@@ -78,18 +79,25 @@ class CheckpointController(WorldController):
         done_at = (parse_time(started.get("lastTransitionTime")) or now) + self.settings.checkpoint_delay
         if now + EPSILON < done_at:
             return done_at
-        conditions = [c for c in status.get("conditions") or [] if c.get("type") != "JobCompleted"]
-        ending: JSONObject
-        if self.settings.checkpoint_outcome == "Ready":
-            completed = _condition(
-                "JobCompleted", "True", "PodSnapshotAndJobReady", "Checkpoint is ready", stamp
-            )
-            ending = {"phase": "Ready", "createdAt": stamp, "message": "Checkpoint is ready"}
-        else:
-            completed = _condition("JobCompleted", "False", "JobFailed", "Checkpoint job failed", stamp)
-            ending = {"phase": "Failed", "message": "Checkpoint job failed"}
-        await self.cluster.patch_status(key, {"status": ending | {"conditions": [*conditions, completed]}})
+        await self.cluster.patch_status(
+            key, {"status": finished(status, self.settings.checkpoint_outcome, stamp)}
+        )
         return None
+
+
+def finished(status: JSONObject, outcome: Literal["Ready", "Failed"], stamp: str) -> JSONObject:
+    """The status patch that ends a ``Creating`` checkpoint's job at ``stamp`` with ``outcome`` (the
+    controller writes it ``checkpoint_delay`` after the job started; a trace's ``checkpoint_ready``
+    world event writes it when the trace says)."""
+    conditions = [c for c in status.get("conditions") or [] if c.get("type") != "JobCompleted"]
+    ending: JSONObject
+    if outcome == "Ready":
+        completed = _condition("JobCompleted", "True", "PodSnapshotAndJobReady", "Checkpoint is ready", stamp)
+        ending = {"phase": "Ready", "createdAt": stamp, "message": "Checkpoint is ready"}
+    else:
+        completed = _condition("JobCompleted", "False", "JobFailed", "Checkpoint job failed", stamp)
+        ending = {"phase": "Failed", "message": "Checkpoint job failed"}
+    return ending | {"conditions": [*conditions, completed]}
 
 
 def checkpoint_id(checkpoint: JSONObject) -> str:

@@ -183,8 +183,7 @@ class PodLifecycle(WorldController):
         ready_at = (parse_time(scheduled.get("lastTransitionTime")) or now) + settings.ready_delay
         if now + EPSILON < ready_at:
             return ready_at
-        status = _status(pod, phase="Running", ready=True, now=now)
-        await self.cluster.patch_status(_key(pod), {"status": status})
+        await self.cluster.patch_status(_key(pod), {"status": ready_status(pod, now)})
         return None
 
     async def _admit(self, pod: JSONObject, settings: WorldSettings, now: float) -> float | None:
@@ -217,6 +216,12 @@ class PodLifecycle(WorldController):
         await self.cluster.patch_status(
             _key(pod), {"status": {"phase": "Pending", "conditions": [unschedulable]}}
         )
+
+
+def ready_status(pod: JSONObject, now: float) -> JSONObject:
+    """The status the kubelet writes when ``pod`` is Running and Ready at ``now`` (a trace's
+    ``pods_ready`` world event writes it before ``ready_delay`` is up)."""
+    return _status(pod, phase="Running", ready=True, now=now)
 
 
 def _is_pending(pod: JSONObject) -> bool:

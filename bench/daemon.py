@@ -1,0 +1,348 @@
+"""The daemon's cold start and memory: ``dgd-operator run`` against N existing DGDs through the HTTP facade.
+
+Three processes: ``dgd-operator sim serve --no-world`` (the in-memory API server over HTTP, no
+simulated controllers, so objects are only stored: no DGD ever gets pods or becomes ready), this
+script (a client that creates the DGDs and watches the daemon), and ``dgd-operator run`` (the real
+daemon, as deployed, on its kubeconfig). Steps:
+
+1. **baseline**: a daemon starts with no DGD in the cluster; once it leads and ``/readyz`` answers
+   200, and then ``--settle`` seconds pass with no reconcile and nothing added to a work queue
+   (``controller_runtime_reconcile_total``, ``workqueue_adds_total``), its RSS is read
+   (``VmRSS`` of ``/proc/<pid>/status``); it is stopped with SIGTERM.
+2. ``--dgds`` copies of ``examples/agg.yaml`` (a frontend and a two-replica vLLM worker with a
+   scaling adapter, the Grove pathway) are created through the facade with the kube adapter.
+3. **cold start**: a new daemon is started, timed from just before its process is spawned:
+   ``actors_spawned`` is when its ``dgd_actors{kind="DGDActor"}`` gauge first reads N (every DGD has
+   its actor), ``first_reconcile_done`` when every DGD has a status whose ``observedGeneration`` is
+   its generation (every DGD reconciled once, to its end: children created, status written),
+   polled every ``--poll`` seconds (metrics) and every second (the DGD list). ``rss_after_cold_start``
+   is read at that moment; ``rss_peak`` is ``VmHWM``.
+4. **steady state**: once ``--settle`` seconds pass with no reconcile and nothing queued, the RSS is read
+   again; ``rss_per_dgd`` = (steady RSS with N DGDs - baseline steady RSS) / N. The request and
+   reconcile totals come from the daemon's ``/metrics`` (``rest_client_requests_total``, lease
+   requests included; ``controller_runtime_reconcile_total``), and the daemon is stopped with SIGTERM.
+
+The client-side rate limit (``--qps``/``--burst``, passed to the daemon) bounds the cold start:
+every DGD's first reconcile is a few dozen requests. The daemon's defaults are 20/30.
+
+Every result line is ``name value unit``. Run from the repository root:
+
+    .venv/bin/python bench/daemon.py --dgds 1000 [--qps 20 --burst 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import aiohttp  # noqa: E402
+import anyio  # noqa: E402
+import yaml  # noqa: E402
+from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
+
+from dgd.cluster.kube import KubeCluster  # noqa: E402
+from dgd.cluster.resources import DGD  # noqa: E402
+
+EXECUTABLE = Path(sys.executable).with_name("dgd-operator")
+EXAMPLE = ROOT / "examples" / "agg.yaml"
+NS = "default"
+DGDS = DGD.as_raw()
+#: Concurrent creates while filling the cluster.
+CREATORS = 32
+
+
+def emit(name: str, value: float, unit: str) -> None:
+    print(f"{name} {value:.4g} {unit}", flush=True)
+
+
+class Daemon:
+    """One ``dgd-operator run`` process, its log in ``log``."""
+
+    def __init__(self, kubeconfig: Path, log: Path, instance: str, qps: str, burst: str) -> None:
+        self.log = log
+        self.started = time.perf_counter()
+        with log.open("wb") as out:
+            self.process = subprocess.Popen(
+                [
+                    str(EXECUTABLE),
+                    "run",
+                    "--kubeconfig",
+                    str(kubeconfig),
+                    "--metrics-addr",
+                    "127.0.0.1:0",
+                    "--probe-addr",
+                    "127.0.0.1:0",
+                    "--instance",
+                    instance,
+                    "--lease-namespace",
+                    "dynamo-system",
+                    "--qps",
+                    qps,
+                    "--burst",
+                    burst,
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        self.metrics_port = 0
+        self.probe_port = 0
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def memory(self, field: str = "VmRSS") -> int:
+        """A ``/proc/<pid>/status`` size field, in bytes."""
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith(f"{field}:"):
+                return int(line.split()[1]) * 1024
+        raise RuntimeError(f"no {field} for pid {self.process.pid}")
+
+    async def listening(self) -> bool:
+        if self.process.poll() is not None:
+            raise RuntimeError(f"the daemon exited with {self.process.returncode}:\n{self.log.read_text()}")
+        for line in self.log.read_text(errors="replace").splitlines():
+            message = str(json.loads(line).get("message", "")) if line.startswith("{") else ""
+            if message.startswith("serving metrics on port "):
+                self.metrics_port = int(message.rsplit(" ", 1)[1])
+            elif message.startswith("serving probes on port "):
+                self.probe_port = int(message.rsplit(" ", 1)[1])
+        return bool(self.metrics_port and self.probe_port)
+
+    async def metrics(self, session: aiohttp.ClientSession) -> dict[str, float]:
+        """Every sample, keyed ``name{label=value,...}``."""
+        async with session.get(f"http://127.0.0.1:{self.metrics_port}/metrics") as response:
+            text = await response.text()
+        samples = {}
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                labels = ",".join(f"{key}={value}" for key, value in sorted(sample.labels.items()))
+                samples[f"{sample.name}{{{labels}}}"] = sample.value
+        return samples
+
+    async def ready(self, session: aiohttp.ClientSession) -> bool:
+        async with session.get(f"http://127.0.0.1:{self.probe_port}/readyz") as response:
+            return response.status == 200
+
+    async def stop(self, timeout: float = 120.0) -> tuple[int, float]:
+        """SIGTERM; the exit code and the seconds it took to exit."""
+        asked = time.perf_counter()
+        self.process.send_signal(signal.SIGTERM)
+        await until(lambda: _exited(self.process), timeout, "the daemon exits")
+        return self.process.returncode, time.perf_counter() - asked
+
+
+async def _exited(process: subprocess.Popen[bytes]) -> bool:
+    return process.poll() is not None
+
+
+async def until(check: Callable[[], Awaitable[bool]], timeout: float, what: str, every: float = 0.1) -> None:
+    deadline = time.perf_counter() + timeout
+    while not await check():
+        if time.perf_counter() > deadline:
+            raise TimeoutError(f"not within {timeout:g}s: {what}")
+        await anyio.sleep(every)
+
+
+def total(samples: dict[str, float], prefix: str) -> float:
+    return sum(value for key, value in samples.items() if key.startswith(prefix))
+
+
+async def settle(daemon: Daemon, session: aiohttp.ClientSession, quiet: float, timeout: float) -> float:
+    """Wait until ``quiet`` seconds pass with no reconcile and nothing queued for one (lease renewals
+    go on); the seconds waited."""
+    began = time.perf_counter()
+    last: tuple[float, float] | None = None
+    since = began
+    while True:
+        samples = await daemon.metrics(session)
+        now = (total(samples, "controller_runtime_reconcile_total"), total(samples, "workqueue_adds_total"))
+        if now != last:
+            last, since = now, time.perf_counter()
+        elif time.perf_counter() - since >= quiet:
+            return time.perf_counter() - began
+        if time.perf_counter() - began > timeout:
+            raise TimeoutError(f"the daemon did not settle within {timeout:g}s")
+        await anyio.sleep(0.5)
+
+
+async def create(kube: KubeCluster, count: int) -> None:
+    template: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
+    limiter = anyio.Semaphore(CREATORS)
+
+    async def one(index: int) -> None:
+        manifest = {**template, "metadata": {"name": f"bench-{index:05d}", "namespace": NS}}
+        async with limiter:
+            await kube.create(DGDS, manifest)
+
+    async with anyio.create_task_group() as tg:
+        for index in range(count):
+            tg.start_soon(one, index)
+
+
+async def reconciled(kube: KubeCluster) -> int:
+    """DGDs whose status was written for their current generation."""
+    items = (await kube.list(DGDS, namespace=NS)).items
+    return sum(
+        1
+        for item in items
+        if (item.get("status") or {}).get("observedGeneration") == item["metadata"]["generation"]
+    )
+
+
+async def bench(args: argparse.Namespace, workdir: Path) -> None:
+    daemons: list[Daemon] = []
+    try:
+        await measure(args, workdir, daemons)
+    finally:
+        for daemon in daemons:
+            if daemon.process.poll() is None:
+                daemon.process.kill()
+                daemon.process.wait()
+
+
+async def measure(args: argparse.Namespace, workdir: Path, daemons: list[Daemon]) -> None:
+    kubeconfig = workdir / "kubeconfig"
+    qps, burst = str(args.qps), str(args.burst)
+    async with (
+        await KubeCluster.from_config(kubeconfig, qps=None) as kube,
+        aiohttp.ClientSession() as session,
+    ):
+        # 1. The baseline: a leading daemon with nothing to reconcile.
+        baseline = Daemon(kubeconfig, workdir / "baseline.log", "baseline", qps, burst)
+        daemons.append(baseline)
+        await until(baseline.listening, 60, "the baseline daemon listens")
+        await until(lambda: baseline.ready(session), 60, "the baseline daemon is ready")
+        await settle(baseline, session, args.settle, args.timeout)
+        rss_empty = baseline.memory()
+        code, _ = await baseline.stop()
+        emit("baseline.rss", rss_empty / 2**20, "MiB (0 DGDs, settled)")
+        emit("baseline.exit_code", code, "")
+
+        # 2. The cluster's DGDs, before the daemon starts.
+        began = time.perf_counter()
+        await create(kube, args.dgds)
+        emit("create.dgds", args.dgds, "DGDs")
+        emit("create.time", time.perf_counter() - began, "s")
+
+        # 3. The cold start.
+        daemon = Daemon(kubeconfig, workdir / "daemon.log", "bench", qps, burst)
+        daemons.append(daemon)
+        await until(daemon.listening, 60, "the daemon listens")
+        leading: float | None = None
+        ready: float | None = None
+        spawned: float | None = None
+        done: float | None = None
+        polled = -1.0
+        while done is None:
+            samples = await daemon.metrics(session)
+            if leading is None and samples.get("leader_election_master_status{name=dgd-operator}") == 1:
+                leading = daemon.elapsed()
+            if ready is None and await daemon.ready(session):
+                ready = daemon.elapsed()
+            if spawned is None and samples.get("dgd_actors{kind=DGDActor}", 0) >= args.dgds:
+                spawned = daemon.elapsed()
+            if daemon.elapsed() - polled >= 1.0:
+                polled = daemon.elapsed()
+                if await reconciled(kube) == args.dgds:
+                    done = daemon.elapsed()
+            if daemon.elapsed() > args.timeout:
+                raise TimeoutError(f"not every DGD was reconciled within {args.timeout:g}s")
+            await anyio.sleep(args.poll)
+        rss_cold = daemon.memory()
+        assert leading is not None and ready is not None and spawned is not None
+        emit("cold_start.leading", leading, "s")
+        emit("cold_start.ready", ready, "s (caches synced)")
+        emit("cold_start.actors_spawned", spawned, "s")
+        emit("cold_start.first_reconcile_done", done, "s")
+        emit("cold_start.rss_after", rss_cold / 2**20, "MiB")
+
+        # 4. The steady state.
+        waited = await settle(daemon, session, args.settle, args.timeout)
+        rss_steady = daemon.memory()
+        samples = await daemon.metrics(session)
+        emit("steady.settled_after", waited, "s more")
+        emit("steady.rss", rss_steady / 2**20, "MiB")
+        emit("steady.rss_peak", daemon.memory("VmHWM") / 2**20, "MiB")
+        emit("steady.rss_per_dgd", (rss_steady - rss_empty) / args.dgds / 1024, "KiB")
+        emit("steady.requests", total(samples, "rest_client_requests_total"), "requests")
+        emit("steady.requests_per_dgd", total(samples, "rest_client_requests_total") / args.dgds, "requests")
+        for method in ("GET", "POST", "PUT", "PATCH", "DELETE"):
+            sent = sum(
+                value
+                for key, value in samples.items()
+                if key.startswith("rest_client_requests_total{") and f"method={method}" in key
+            )
+            emit(f"steady.requests.{method}", sent, "requests")
+        reconciles = total(samples, "controller_runtime_reconcile_total{controller=dynamographdeployment,")
+        emit("steady.dgd_reconciles_per_dgd", reconciles / args.dgds, "reconciles")
+        code, took = await daemon.stop()
+        emit("shutdown.exit_code", code, "")
+        emit("shutdown.time", took, "s")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dgds", type=int, default=1000, help="DGDs in the cluster at start (default 1000)")
+    parser.add_argument("--qps", type=float, default=20.0, help="the daemon's --qps (default 20, its own)")
+    parser.add_argument("--burst", type=int, default=30, help="the daemon's --burst (default 30, its own)")
+    parser.add_argument("--settle", type=float, default=10.0, help="quiet seconds that mean settled")
+    parser.add_argument("--poll", type=float, default=0.25, help="seconds between metrics polls")
+    parser.add_argument("--timeout", type=float, default=3600.0, help="give up on any wait after this")
+    args = parser.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+    print("Method")
+    print(f"  command:  .venv/bin/python bench/daemon.py {' '.join(sys.argv[1:])}")
+    print(f"  python:   {platform.python_implementation()} {platform.python_version()}")
+    print(f"  machine:  {platform.machine()}, cpu_count() = {os.cpu_count()}, {platform.system()}")
+    print(
+        f"  daemon:   dgd-operator run --qps {args.qps:g} --burst {args.burst} against sim serve --no-world"
+    )
+    print(f"  DGDs:     {args.dgds} x examples/agg.yaml; settled: {args.settle:g}s with no reconcile")
+    with tempfile.TemporaryDirectory(prefix="dgd-bench-") as directory:
+        workdir = Path(directory)
+        kubeconfig = workdir / "kubeconfig"
+        server = subprocess.Popen(
+            [
+                str(EXECUTABLE),
+                "sim",
+                "serve",
+                "--no-world",
+                "--port",
+                "0",
+                "--write-kubeconfig",
+                str(kubeconfig),
+            ],
+            stdout=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while not kubeconfig.exists():
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("sim serve did not start")
+                time.sleep(0.05)
+            anyio.run(bench, args, workdir, backend="asyncio", backend_options={"use_uvloop": True})
+        finally:
+            server.send_signal(signal.SIGTERM)
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

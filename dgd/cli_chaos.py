@@ -1,0 +1,207 @@
+"""The ``dgd-operator chaos`` command: a chaos campaign over example DGDs (``dgd.sim.chaos``).
+
+For each of ``--seeds`` seeds, ``--dgds`` graphs drawn from the example manifests (on the Grove and
+the Component pathway), applied, rolled out and scaled, are replayed on the simulated cluster once
+without faults, then under the fault schedules of ``--plan``: ``crash-after-write`` (the writer killed
+right after each distinct write point), ``unobserved-state`` (watches dropped or expired),
+``stale-state`` (reads served from an older resourceVersion), ``random`` (actors killed, API errors),
+or ``all`` of them. The invariants are checked after every step, and every graph must be
+``successful`` within a bound after the last fault. The first schedule to break each invariant is
+shrunk to a small trace that ``dgd-operator sim replay`` reproduces.
+
+Prints a summary (schedules, faults, violations by invariant); ``--report`` writes it as JSON, with no
+wall-clock value in it (the wall time goes to stderr). Exit 0 when nothing broke, 1 when an invariant
+did (naming it and the shrunk trace), 2 for usage errors.
+
+Like ``cli.py``, this module is the command line: it is allowed to import ``dgd.sim``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from dgd.messages.dgd import KIND
+from dgd.sim.chaos import Campaign, CampaignReport, encode_campaign, run_campaign, summary
+from dgd.sim.chaos_plans import PLANS, Plan
+from dgd.sim.chaos_workload import Example, examples_in
+
+EXIT_OK, EXIT_BROKEN, EXIT_USAGE = 0, 1, 2
+
+#: The repository this package runs from (an editable install), where the examples are.
+ROOT = Path(__file__).resolve().parent.parent
+#: The upstream vLLM examples, beside the repository unless ``DGD_UPSTREAM_DIR`` says where.
+VLLM = Path("ai-dynamo-dynamo/examples/backends/vllm/deploy")
+
+
+def add_command(commands: Any) -> None:
+    """Add ``chaos`` to the ``dgd-operator`` parser."""
+    chaos = commands.add_parser(
+        "chaos",
+        help="run a chaos campaign: fault schedules over example DGDs, invariants checked, failures shrunk",
+        description=(__doc__ or "").split("\n\n")[1] + "\n\n" + (__doc__ or "").split("\n\n")[2],
+        epilog="Exit codes: 0 no invariant broken, 1 an invariant broken, 2 usage error.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    chaos.add_argument("--seeds", type=int, default=20, metavar="K", help="seeds to run (default 20)")
+    chaos.add_argument("--first-seed", type=int, default=0, metavar="S", help="the first seed (default 0)")
+    chaos.add_argument("--dgds", type=int, default=3, metavar="N", help="graphs per schedule (default 3)")
+    chaos.add_argument(
+        "--plan",
+        default="all",
+        metavar="PLAN",
+        help=f"all (default), or a comma-separated list of: {', '.join(PLANS)}",
+    )
+    chaos.add_argument("--report", type=Path, metavar="OUT", help="write the campaign report there (JSON)")
+    chaos.add_argument(
+        "--shrink-to",
+        type=Path,
+        metavar="FILE",
+        help="write the shrunk trace of the first broken invariant there (others beside it, suffixed "
+        "with their invariant; default: dgd-chaos-<invariant>.jsonl in the temporary directory)",
+    )
+    chaos.add_argument("--jobs", type=int, default=1, metavar="J", help="worker processes (default 1)")
+    chaos.add_argument(
+        "--examples",
+        nargs="+",
+        metavar="FILE",
+        help="manifest files whose DGDs the graphs are drawn from (default: examples/agg.yaml and the "
+        "upstream vLLM agg.yaml and disagg.yaml)",
+    )
+    chaos.set_defaults(run=_chaos)
+
+
+class _Usage(Exception):
+    """Bad arguments or unreadable examples: exit 2."""
+
+
+def _chaos(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.ERROR, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        campaign = Campaign(
+            examples=_examples(args.examples),
+            seeds=_positive(args.seeds, "--seeds"),
+            first_seed=args.first_seed,
+            dgds=_positive(args.dgds, "--dgds"),
+            plans=_plans(args.plan),
+        )
+        jobs = _positive(args.jobs, "--jobs")
+    except _Usage as exc:
+        print(f"dgd-operator chaos: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    started = time.perf_counter()
+    report = run_campaign(
+        campaign, shrink_to=_shrink_paths(args.shrink_to), jobs=jobs, progress=_progress(sys.stderr)
+    )
+    wall = time.perf_counter() - started
+    sys.stdout.write(summary(report))
+    print(f"wall time: {wall:.1f}s", file=sys.stderr)
+    if args.report is not None:
+        try:
+            args.report.write_bytes(encode_campaign(report))
+        except OSError as exc:
+            print(f"dgd-operator chaos: error: {args.report}: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_BROKEN
+    return _verdict(report)
+
+
+def _verdict(report: CampaignReport) -> int:
+    if report.ok:
+        return EXIT_OK
+    for shrunk in report.shrunk:
+        how = (
+            f"reproduce with: dgd-operator sim replay {shrunk.path}"
+            if shrunk.reproduces
+            else f"shrunk trace (needs the crash right after a write): {shrunk.path}"
+        )
+        print(f"dgd-operator chaos: invariant {shrunk.invariant} broken; {how}", file=sys.stderr)
+    return EXIT_BROKEN
+
+
+def _positive(value: int, option: str) -> int:
+    if value < 1:
+        raise _Usage(f"{option} must be at least 1, not {value}")
+    return value
+
+
+def _plans(text: str) -> tuple[Plan, ...]:
+    if text == "all":
+        return PLANS
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in PLANS]
+    if unknown or not names:
+        raise _Usage(f"unknown plan {', '.join(unknown) or repr(text)}; use all or {', '.join(PLANS)}")
+    return tuple(plan for plan in PLANS if plan in names)
+
+
+def _examples(files: Sequence[str] | None) -> tuple[Example, ...]:
+    """The example DGDs of ``files`` (default: the built-in examples that can be found), v1beta1."""
+    if files is None:
+        upstream = Path(os.environ.get("DGD_UPSTREAM_DIR", ROOT.parent / "shared" / "upstream"))
+        defaults = [
+            ROOT / "examples" / "agg.yaml",
+            upstream / VLLM / "agg.yaml",
+            upstream / VLLM / "disagg.yaml",
+        ]
+        found = [path for path in defaults if path.is_file()]
+        for missing in sorted(set(defaults) - set(found)):
+            print(f"dgd-operator chaos: note: example {missing} not found, left out", file=sys.stderr)
+        if not found:
+            raise _Usage("no example DGD found: name manifest files with --examples")
+        paths = found
+    else:
+        paths = [Path(name) for name in files]
+    examples: list[Example] = []
+    for path in paths:
+        try:
+            examples += examples_in(path.read_text(encoding="utf-8"), _shown(path))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise _Usage(f"{path}: {getattr(exc, 'strerror', None) or exc}") from exc
+        except ValueError as exc:
+            raise _Usage(str(exc)) from exc
+    if not examples:
+        raise _Usage(f"no {KIND} in {', '.join(str(p) for p in paths)}")
+    return tuple(examples)
+
+
+def _shown(path: Path) -> str:
+    """A path as the report shows it: relative to the repository or its parent when inside them."""
+    resolved = path.resolve()
+    for base in (ROOT, ROOT.parent):
+        if resolved.is_relative_to(base):
+            return str(resolved.relative_to(base))
+    return str(path)
+
+
+def _shrink_paths(first: Path | None) -> Callable[[str], Path]:
+    """Where the shrunk trace of each invariant goes: ``first`` for the first, beside it for others."""
+    given: list[str] = []
+
+    def path(invariant: str) -> Path:
+        given.append(invariant)
+        if first is None:
+            return Path(tempfile.gettempdir()) / f"dgd-chaos-{invariant}.jsonl"
+        if len(given) == 1:
+            return first
+        return first.with_name(f"{first.stem}-{invariant}{first.suffix or '.jsonl'}")
+
+    return path
+
+
+def _progress(out: TextIO) -> Callable[[int, int], None] | None:
+    """Seeds done, on one line redrawn in place when ``out`` is a terminal; nothing otherwise."""
+    if not out.isatty():
+        return None
+
+    def show(done: int, total: int) -> None:
+        out.write(f"\rseed {done}/{total}" + ("\n" if done == total else ""))
+        out.flush()
+
+    return show

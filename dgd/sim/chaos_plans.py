@@ -1,0 +1,338 @@
+"""Fault plans: what a chaos schedule breaks, and when (Sieve's three patterns, plus random faults).
+
+A ``Schedule`` is one run to make: a workload (the graphs and the user's actions on them), the
+faults of one plan, and the expectation that every graph is ``successful`` within ``BOUND`` seconds
+of the last fault or action (bounded liveness). Its ``trace()`` is an ordinary trace.
+
+The plans, each drawn from its own seeded generator:
+
+* ``crash-after-write`` — one schedule per distinct write point of the fault-free run (verb,
+  resource, subresource, actor role; ``chaos_writes``): the writer is killed right after one of the
+  writes at that point (a seeded choice among them), then restarted by its supervisor with the
+  cluster in the state the interrupted reconcile left.
+* ``unobserved-state`` — watches of chosen kinds end or expire (410 Gone: a re-list that skips the
+  states in between) at instants when the fault-free run changed things.
+* ``stale-state`` — reads of a kind are served from an older resourceVersion for a window, and within
+  it the operator is made to read afresh: the kind's watch expires, its informer or a DGD actor is
+  killed (a restart that rebuilds from stale reads).
+* ``random`` — actors killed at random times, and API requests failing at random rates or counts.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any, Literal
+
+import msgspec
+
+from dgd.cluster.resources import (
+    DCD,
+    DGD,
+    DGDSA,
+    EVENT,
+    PCLQ,
+    PCS,
+    PCSG,
+    POD,
+    ROLE,
+    ROLE_BINDING,
+    SERVICE,
+    SERVICE_ACCOUNT,
+    Resource,
+)
+from dgd.domain.adapters import adapter_name
+from dgd.messages.trace import (
+    VERSION,
+    ApiFault,
+    Apply,
+    ErrorName,
+    Expect,
+    Header,
+    Kill,
+    Patch,
+    Record,
+    StaleReads,
+    Verb,
+    WatchDrop,
+    WatchExpire,
+)
+from dgd.sim.chaos_workload import Graph, Workload
+from dgd.sim.chaos_writes import Write, WritePoint
+from dgd.sim.trace_io import Trace
+
+Plan = Literal["crash-after-write", "unobserved-state", "stale-state", "random"]
+PLANS: tuple[Plan, ...] = ("crash-after-write", "unobserved-state", "stale-state", "random")
+
+#: Cluster seconds within which faults start.
+FAULTS_UNTIL = 180.0
+#: Bounded liveness: every graph is ``successful`` within this many cluster seconds of the last
+#: fault or action.
+BOUND = 600.0
+
+#: The operator's actor tree (``dgd.actors.tree``), as kill targets.
+DGDS, ADAPTERS, INFORMERS, ROUTER = (
+    "/operator/dgds",
+    "/operator/adapters",
+    "/operator/informers",
+    "/operator/router",
+)
+#: The children a DGD actor runs on each pathway.
+CHILDREN = {
+    "grove": (
+        "shared-resources",
+        "checkpoint-storage",
+        "restart",
+        "scaling-adapters",
+        "grove-scaler",
+        "topology-status",
+    ),
+    "component": ("shared-resources", "checkpoint-storage", "restart", "scaling-adapters", "rollout"),
+}
+#: Kinds whose watches the faults end, expire or serve stale.
+WATCHED: tuple[Resource[Any], ...] = (DGD, DGDSA, DCD, PCS, PCLQ, PCSG, POD, SERVICE)
+#: Kinds whose requests the random plan fails.
+WRITTEN: tuple[Resource[Any], ...] = (
+    DGD,
+    DGDSA,
+    DCD,
+    PCS,
+    SERVICE,
+    SERVICE_ACCOUNT,
+    ROLE,
+    ROLE_BINDING,
+    EVENT,
+)
+ERRORS: tuple[ErrorName, ...] = ("ServerError", "Conflict", "Timeout", "TooManyRequests")
+VERBS: tuple[Verb | Literal["*"], ...] = ("create", "update", "patch", "delete", "get", "list", "*")
+
+
+class CrashAfterWrite(msgspec.Struct, frozen=True, tag="crash_after_write"):
+    """Kill ``point.actor`` right after its ``nth`` write at ``point`` (``at``: when that write was
+    made in the fault-free run). A trace says it as a ``Kill`` of that actor at that time."""
+
+    point: WritePoint
+    nth: int
+    at: float
+
+    def record(self) -> Kill:
+        return Kill(at=self.at, path=self.point.actor)
+
+    def __str__(self) -> str:
+        return f"kill right after write #{self.nth} at {self.point}"
+
+
+Fault = Kill | ApiFault | WatchDrop | WatchExpire | StaleReads | CrashAfterWrite
+
+
+class Schedule(msgspec.Struct, frozen=True):
+    """One run of a campaign: seed, plan and number name it; graphs, actions and faults make it."""
+
+    seed: int
+    plan: Plan | Literal["none"]
+    number: int
+    graphs: tuple[Graph, ...]
+    actions: tuple[Apply | Patch, ...]
+    faults: tuple[Fault, ...]
+    #: Whether the trace expects every graph ``successful`` within ``BOUND`` of the last fault.
+    liveness: bool = True
+
+    @property
+    def name(self) -> str:
+        return f"seed {self.seed} {self.plan} #{self.number}"
+
+    @property
+    def crash(self) -> CrashAfterWrite | None:
+        """The crash-after-write fault, which the replay cannot make from a record (at most one)."""
+        return next((f for f in self.faults if isinstance(f, CrashAfterWrite)), None)
+
+    def quiet_from(self) -> float:
+        """When the last fault or action happens (the liveness bound counts from here)."""
+        ends = [action.at for action in self.actions] + [_end(fault) for fault in self.faults]
+        return max(ends, default=0.0)
+
+    def expectations(self) -> list[Expect]:
+        """Bounded liveness: each applied graph is ``successful`` within ``BOUND`` of quiet."""
+        if not self.liveness:
+            return []
+        quiet = self.quiet_from()
+        applied = {str(a.object["metadata"]["name"]) for a in self.actions if isinstance(a, Apply)}
+        return [
+            Expect(
+                at=quiet,
+                by=round(quiet + BOUND, 1),
+                target=graph.ref,
+                state="successful",
+                name=f"{graph.ref.name} is successful within {BOUND:g}s of the last fault",
+            )
+            for graph in self.graphs
+            if graph.ref.name in applied
+        ]
+
+    def trace(self, *, crash_as_kill: bool = True) -> Trace:
+        """The schedule as a trace: actions, faults and expectations in time order. The crash after
+        a write becomes a ``Kill`` at its time, or (``crash_as_kill=False``) is left out, for a
+        replay that makes the crash itself."""
+        faults: list[Record] = []
+        for fault in self.faults:
+            if isinstance(fault, CrashAfterWrite):
+                if crash_as_kill:
+                    faults.append(fault.record())
+            else:
+                faults.append(fault)
+        records: list[Record] = [*self.actions, *faults, *self.expectations()]
+        records.sort(key=lambda record: record.at)
+        description = f"dgd-operator chaos: {self.name}"
+        if self.crash is not None:
+            description += f"; {self.crash}"
+        return Trace(Header(version=VERSION, seed=self.seed, description=description), tuple(records))
+
+
+def _end(fault: Fault) -> float:
+    """When a fault stops acting."""
+    if isinstance(fault, ApiFault):
+        return fault.until if fault.until is not None else fault.at
+    if isinstance(fault, StaleReads):
+        return fault.at + fault.duration
+    return fault.at
+
+
+# The plans.
+
+
+def crash_points(seed: int, writes: list[Write]) -> list[CrashAfterWrite]:
+    """One crash per distinct write point of a fault-free run (in the order each point was first
+    reached), after one of its writes chosen by ``seed``."""
+    rng = random.Random(f"crash-after-write:{seed}")
+    by_kind: dict[tuple[str, str, str, str], list[Write]] = {}
+    for write in writes:
+        by_kind.setdefault(write.point.kind, []).append(write)
+    crashes = []
+    for occurrences in by_kind.values():
+        chosen = occurrences[rng.randrange(len(occurrences))]
+        crashes.append(CrashAfterWrite(chosen.point, chosen.nth, round(chosen.at, 3)))
+    return crashes
+
+
+def unobserved_state(seed: int, workload: Workload, writes: list[Write]) -> list[Fault]:
+    """One to four watch drops or expiries, at instants the fault-free run changed things."""
+    rng = random.Random(f"unobserved-state:{seed}")
+    instants = _busy(writes, workload)
+    faults: list[Fault] = []
+    for _ in range(rng.randint(1, 4)):
+        at = rng.choice(instants)
+        resource = rng.choice([*(str(r) for r in WATCHED), "*"])
+        faults.append(
+            WatchExpire(at=at, resource=resource)
+            if rng.random() < 0.7
+            else WatchDrop(at=at, resource=resource)
+        )
+    return faults
+
+
+def stale_state(seed: int, workload: Workload, writes: list[Write]) -> list[Fault]:
+    """One or two windows of stale reads, each with a fresh read forced inside it."""
+    rng = random.Random(f"stale-state:{seed}")
+    instants = _busy(writes, workload)
+    faults: list[Fault] = []
+    for _ in range(rng.randint(1, 2)):
+        resource = rng.choice(WATCHED)
+        at = rng.choice(instants)
+        duration = _time(rng.uniform(5.0, 60.0))
+        faults.append(StaleReads(at=at, resource=str(resource), behind=rng.randint(1, 8), duration=duration))
+        inside = _time(at + rng.uniform(0.0, duration))
+        choice = rng.random()
+        if choice < 0.4:
+            faults.append(WatchExpire(at=inside, resource=str(resource)))
+        elif choice < 0.7:
+            faults.append(Kill(at=inside, path=f"{INFORMERS}/{resource.plural}"))
+        else:
+            faults.append(Kill(at=inside, path=_dgd_path(rng, workload)))
+    return faults
+
+
+def random_faults(seed: int, workload: Workload, writes: list[Write]) -> list[Fault]:
+    """Two to eight kills of operator actors and up to two API error windows: half of them at the
+    instants the fault-free run wrote at, or aimed at one of its writes; the others anywhere."""
+    rng = random.Random(f"random:{seed}")
+    instants = _busy(writes, workload)
+    targets = kill_targets(workload)
+    faults: list[Fault] = []
+    for _ in range(rng.randint(2, 8)):
+        at = rng.choice(instants) if rng.random() < 0.5 else _time(rng.uniform(0.0, FAULTS_UNTIL))
+        faults.append(Kill(at=at, path=rng.choice(targets)))
+    for _ in range(rng.randint(0, 2)):
+        faults.append(_api_fault(rng, writes))
+    faults.sort(key=lambda fault: fault.at)
+    return faults
+
+
+def _api_fault(rng: random.Random, writes: list[Write]) -> ApiFault:
+    """Requests failing: like one of the fault-free run's writes, from just before it, or any of a
+    verb on a resource from a random time."""
+    error = rng.choice(ERRORS)
+    if writes and rng.random() < 0.6:
+        write = rng.choice(writes)
+        point = write.point
+        at = round(max(write.at - 0.05, 0.0), 3)
+        verb: Verb | Literal["*"] = point.verb
+        resource, subresource = point.resource, point.subresource or None
+    else:
+        at = _time(rng.uniform(0.0, FAULTS_UNTIL))
+        verb = rng.choice(VERBS)
+        resource = str(rng.choice(WRITTEN)) if rng.random() < 0.8 else "*"
+        subresource = None
+    if rng.random() < 0.5:
+        return ApiFault(
+            at=at, verb=verb, resource=resource, subresource=subresource, error=error, count=rng.randint(1, 3)
+        )
+    until = _time(at + rng.uniform(5.0, 60.0))
+    rate = round(rng.uniform(0.05, 0.3), 2)
+    return ApiFault(
+        at=at, verb=verb, resource=resource, subresource=subresource, error=error, rate=rate, until=until
+    )
+
+
+GENERATORS: dict[Plan, Callable[[int, Workload, list[Write]], list[Fault]]] = {
+    "unobserved-state": unobserved_state,
+    "stale-state": stale_state,
+    "random": random_faults,
+}
+
+
+def kill_targets(workload: Workload) -> list[str]:
+    """Every operator actor a kill may aim at: the graphs' actors and their children, their scaling
+    adapters' actors, the informers of the watched kinds, the router, and all DGD actors at once."""
+    targets: list[str] = []
+    for graph in workload.graphs:
+        actor = f"{DGDS}/{graph.ref.namespace}/{graph.ref.name}"
+        targets.append(actor)
+        targets += [f"{actor}/{child}" for child in CHILDREN[graph.pathway]]
+        targets += [f"{ADAPTERS}/{graph.ref.namespace}/{name}" for name in _adapters(workload, graph)]
+    targets += [f"{INFORMERS}/{resource.plural}" for resource in WATCHED]
+    targets += [ROUTER, f"{DGDS}/default/*"]
+    return targets
+
+
+def _adapters(workload: Workload, graph: Graph) -> list[str]:
+    """The names of the scaling adapters ``graph`` asks for."""
+    for action in workload.actions:
+        if isinstance(action, Apply) and action.object["metadata"]["name"] == graph.ref.name:
+            components = action.object["spec"].get("components") or []
+            return [adapter_name(graph.ref.name, c["name"]) for c in components if "scalingAdapter" in c]
+    return []
+
+
+def _dgd_path(rng: random.Random, workload: Workload) -> str:
+    graph = rng.choice(workload.graphs)
+    return f"{DGDS}/{graph.ref.namespace}/{graph.ref.name}"
+
+
+def _busy(writes: list[Write], workload: Workload) -> list[float]:
+    """The instants the fault-free run wrote at, and the user's actions' (sorted, no repeats)."""
+    instants = {round(write.at, 3) for write in writes} | {action.at for action in workload.actions}
+    return sorted(instants)
+
+
+def _time(seconds: float) -> float:
+    return round(seconds, 1)

@@ -1,0 +1,55 @@
+"""The operator's actor tree on a simulated cluster, as ``sim apply``, ``sim replay`` and chaos run it.
+
+``simulated_operator(settings, seed=..., config=...)`` is a ``SimulatedCluster`` whose operator is the
+whole actor tree of ``dgd.actors.tree``, with its feature gates resolved against the simulated
+cluster's discovery (``GateError`` on entering if the configuration cannot start), cluster time for
+timestamps, and MPI SSH keys from a generator seeded with ``seed`` — so one seed gives one run.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from dgd.actors.reconciles import ReconcileObserver
+from dgd.actors.runtime import ChildSpec, Metrics
+from dgd.actors.tree import operator_children
+from dgd.cluster.protocol import Cluster
+from dgd.domain.gates import effective_config, resolve_gates, served_apis
+from dgd.domain.ssh_keys import rsa_key_pair
+from dgd.messages.config import OperatorConfig
+from dgd.sim.cluster import SimulatedCluster
+from dgd.sim.world.settings import WorldSettings
+
+#: The operator instance name its events report.
+INSTANCE = "dgd-operator-sim"
+
+
+def simulated_operator(
+    settings: WorldSettings,
+    *,
+    seed: int,
+    config: OperatorConfig,
+    metrics: Metrics | None = None,
+    reconciles: ReconcileObserver | None = None,
+) -> SimulatedCluster:
+    """A simulated cluster running the operator (see the module); enter it to start both."""
+    holder: list[SimulatedCluster] = []
+
+    def operator(cluster: Cluster) -> Sequence[ChildSpec[Any]]:
+        sim = holder[0]
+        gates = resolve_gates(config, served_apis(sim.discovery.group_versions))
+        keys = random.Random(seed)
+        return operator_children(
+            cluster,
+            config=effective_config(config, gates),
+            wall=sim.now,
+            instance=INSTANCE,
+            keys=lambda: rsa_key_pair(keys),
+            reconciles=reconciles,
+        )
+
+    sim = SimulatedCluster(settings, seed=seed, config=config, operator=operator, metrics=metrics)
+    holder.append(sim)
+    return sim

@@ -1,0 +1,113 @@
+"""Chaos campaigns over the example DGDs: a healthy operator breaks no invariant, a broken one is caught.
+
+The campaigns are small versions of ``dgd-operator chaos --seeds 200`` (``bench/README.md``): graphs
+drawn from ``examples/agg.yaml`` and the upstream vLLM ``agg.yaml`` and ``disagg.yaml``, on both
+pathways, applied, rolled out and scaled under each fault plan, every invariant checked after every
+step. The broken build emits a DGD's status-transition events *before* writing its status; the
+campaign must name the invariant that catches it and shrink the failure to a trace of a few records
+that ``dgd-operator sim replay`` fails on again.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from dgd.actors.dgd import DGDActor
+from dgd.cli import main
+from dgd.domain.events import EventRecord
+from dgd.messages.dgd import DGDStatus, DynamoGraphDeployment
+from dgd.messages.trace import ApiFault, Kill, StaleReads, WatchDrop, WatchExpire
+from dgd.sim.chaos import Campaign, encode_campaign, run_campaign
+from dgd.sim.chaos_workload import Example, examples_in
+from dgd.sim.trace_io import read_trace
+from tests.upstream import DYNAMO, ROOT
+
+FILES = (
+    ROOT / "examples" / "agg.yaml",
+    DYNAMO / "examples" / "backends" / "vllm" / "deploy" / "agg.yaml",
+    DYNAMO / "examples" / "backends" / "vllm" / "deploy" / "disagg.yaml",
+)
+EXAMPLES: tuple[Example, ...] = tuple(e for path in FILES for e in examples_in(path.read_text(), path.name))
+FAULTS = (Kill, ApiFault, WatchDrop, WatchExpire, StaleReads)
+
+
+def test_a_small_mixed_campaign_over_the_examples_breaks_no_invariant(tmp_path: Path) -> None:
+    # given twenty seeds of two graphs each under the unobserved-state, stale-state and random plans,
+    # and two more seeds with the writer killed right after each of their distinct write points
+    mixed = Campaign(EXAMPLES, seeds=20, dgds=2, plans=("unobserved-state", "stale-state", "random"))
+    crashes = Campaign(EXAMPLES, seeds=2, first_seed=20, dgds=2, plans=("crash-after-write",))
+
+    # when both campaigns run
+    reports = [run_campaign(c, shrink_to=lambda name: tmp_path / f"{name}.jsonl") for c in (mixed, crashes)]
+
+    # then no schedule broke an invariant, and nothing was shrunk
+    assert [r.failures for r in reports] == [[], []]
+    assert [r.shrunk for r in reports] == [[], []]
+    assert not any(tmp_path.iterdir())
+    # and every kind of fault was injected, in every plan, after a fault-free run of each seed
+    mixed_report, crash_report = reports
+    assert mixed_report.by_plan == {"none": 20, "unobserved-state": 20, "stale-state": 20, "random": 20}
+    assert set(mixed_report.faults) == {"kill", "api_fault", "watch_drop", "watch_expire", "stale_reads"}
+    # and each crash-after-write schedule killed the writer at a distinct write point of its seed
+    assert crash_report.by_plan["crash-after-write"] == crash_report.faults["crash_after_write"] >= 20
+    assert crash_report.write_points >= 10
+
+
+def test_the_report_is_the_same_bytes_whatever_the_number_of_jobs(tmp_path: Path) -> None:
+    # given one campaign of two seeds
+    campaign = Campaign(EXAMPLES, seeds=2, dgds=2, plans=("random",))
+
+    # when it runs in this process, then in two worker processes
+    alone = run_campaign(campaign, shrink_to=lambda name: tmp_path / name, jobs=1)
+    shared = run_campaign(campaign, shrink_to=lambda name: tmp_path / name, jobs=2)
+
+    # then both reports are the same bytes
+    assert encode_campaign(alone) == encode_campaign(shared)
+    assert alone.schedules == 4
+
+
+async def _events_before_status(
+    self: DGDActor, dgd: DynamoGraphDeployment, status: DGDStatus, events: list[EventRecord] | None = None
+) -> None:
+    """The bug: the queued events are emitted first, then the status is written."""
+    if status == dgd.status:
+        return
+    for event in events or ():
+        await self._recorder.emit(dgd, event)
+    await self._primary.write_status(dgd, status)
+
+
+def test_a_build_that_emits_events_before_writing_the_status_is_caught_and_shrunk_to_a_replayable_trace(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # given an operator whose DGD actor emits its queued events before it writes the status
+    monkeypatch.setattr(DGDActor, "_persist", _events_before_status)
+    shrunk, report = tmp_path / "shrunk.jsonl", tmp_path / "report.json"
+
+    # when a small campaign runs
+    options = ["--seeds", "2", "--plan", "random", "--shrink-to", str(shrunk), "--report", str(report)]
+    code = main(["chaos", *options, "--examples", *map(str, FILES)])
+
+    # then it fails, naming the invariant and the shrunk trace
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "invariant events-follow-status broken" in err
+    assert f"dgd-operator sim replay {shrunk}" in err
+    found = msgspec.json.decode(report.read_bytes())
+    assert found["violations"]["events-follow-status"] >= 1
+    assert found["shrunk"][0]["invariant"] == "events-follow-status"
+    # and the shrunk trace is a few records, without a fault: the bug needs none
+    trace = read_trace(shrunk.read_bytes())
+    assert len(trace.records) <= 4, trace.records
+    assert not [r for r in trace.records if isinstance(r, FAULTS)]
+
+    # when that trace is replayed by sim replay
+    code = main(["sim", "replay", str(shrunk)])
+
+    # then the replay fails on the same invariant
+    assert code == 1
+    replayed = capsys.readouterr()
+    assert "invariant events-follow-status broken" in replayed.out + replayed.err
