@@ -35,9 +35,9 @@ from collections.abc import Callable
 from dgd.actors.cache import Cache
 from dgd.actors.dgd import RETRY_BACKOFF, Nudge
 from dgd.actors.reconciles import ADAPTER_CONTROLLER, ReconcileObserver
-from dgd.actors.recorder import CONTROLLER
+from dgd.actors.recorder import Recorder
 from dgd.actors.runtime import Actor, Backoff, MailboxConfig, Timer
-from dgd.cluster.clock import rfc3339, rfc3339_micro
+from dgd.cluster.clock import rfc3339
 from dgd.cluster.errors import ClusterError, Conflict, NotFound
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import DGD, DGDSA
@@ -53,7 +53,6 @@ from dgd.domain.adapters import (
 from dgd.domain.events import EventRecord
 from dgd.messages.base import JSONObject
 from dgd.messages.dgdsa import DynamoGraphDeploymentScalingAdapter as Adapter
-from dgd.messages.meta import Event, ObjectMeta
 
 logger = logging.getLogger("dgd.dgdsa")
 
@@ -85,7 +84,7 @@ class AdapterActor(Actor[Nudge]):
         self._cluster = cluster
         self._cache = cache
         self._wall = wall
-        self._instance = instance
+        self._recorder = Recorder(cluster, instance=instance, now=wall)
         self._retry = retry
         self._failures = 0
         self._timer: Timer | None = None
@@ -195,26 +194,8 @@ class AdapterActor(Actor[Nudge]):
         raise conflict
 
     async def _emit(self, adapter: Adapter, record: EventRecord) -> None:
-        """Record an event about the adapter; a refusal is logged and dropped (events are best effort)."""
-        event = Event(
-            api_version="events.k8s.io/v1",
-            metadata=ObjectMeta(namespace=adapter.metadata.namespace),
-            event_time=rfc3339_micro(self._wall()),
-            reporting_controller=CONTROLLER,
-            reporting_instance=self._instance,
-            action=record.action,
-            reason=record.reason,
-            regarding=adapter_reference(adapter),
-            related=record.related,
-            note=record.note[:1024],
-            type=record.type,
-        )
-        try:
-            await self._cluster.emit(event)
-        except ClusterError as error:
-            logger.warning(
-                "event %s on adapter %s/%s dropped: %s", record.reason, self._namespace, self._name, error
-            )
+        """Record an event about the adapter (best effort: a refusal is logged and dropped)."""
+        await self._recorder.emit_regarding(adapter.metadata.namespace, adapter_reference(adapter), record)
 
     # Retries.
 

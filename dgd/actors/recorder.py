@@ -40,16 +40,22 @@ class Recorder:
 
     async def emit(self, dgd: DynamoGraphDeployment, record: EventRecord) -> None:
         """Record one event about ``dgd``; a refusal is logged and dropped."""
+        await self.emit_regarding(dgd.metadata.namespace, reference(dgd), record)
+
+    async def emit_regarding(
+        self, namespace: str | None, regarding: ObjectReference, record: EventRecord
+    ) -> None:
+        """Record one event about the object ``regarding`` names; a refusal is logged and dropped."""
         event = Event(
             api_version="events.k8s.io/v1",
-            # The port names the event (``<dgd>.<unique suffix>``).
-            metadata=ObjectMeta(namespace=dgd.metadata.namespace),
+            # The port names the event (``<object>.<unique suffix>``).
+            metadata=ObjectMeta(namespace=namespace),
             event_time=rfc3339_micro(self._now()),
             reporting_controller=CONTROLLER,
             reporting_instance=self._instance,
             action=record.action,
             reason=record.reason,
-            regarding=reference(dgd),
+            regarding=regarding,
             related=record.related,
             note=record.note[:1024],
             type=record.type,
@@ -58,9 +64,10 @@ class Recorder:
             await self._cluster.emit(event)
         except ClusterError as error:
             logger.warning(
-                "event %s on %s/%s dropped: %s",
+                "event %s on %s %s/%s dropped: %s",
                 record.reason,
-                dgd.metadata.namespace,
-                dgd.metadata.name,
+                regarding.kind,
+                namespace,
+                regarding.name,
                 error,
             )

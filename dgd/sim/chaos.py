@@ -18,9 +18,9 @@ trace record can say "right after that write" yet.
 Seeds are independent of one another: ``jobs`` worker processes may run them (fresh interpreters,
 each replaced after ``RECYCLE`` seeds; a ``bug`` must then be a module-level function, and a
 monkeypatch of the caller's process does not reach them), and the report is the same, byte for
-byte, whatever ``jobs`` is. Then, for each invariant broken, the first schedule that
-broke it (in seed order) is shrunk (``chaos_shrink``) and written as a trace file, which is replayed
-once more, as ``dgd-operator sim replay`` would, to say whether it reproduces the violation alone.
+byte, whatever ``jobs`` is. Then, for each invariant broken, the first schedule that broke it (in
+seed order) is shrunk (``chaos_shrink``) and written as a trace file, which is replayed once more,
+as ``dgd-operator sim replay`` would, to say whether it reproduces the violation alone.
 
 The report holds no wall-clock value: counts, cluster time, names and paths only.
 """
@@ -190,7 +190,7 @@ def summary(report: CampaignReport) -> str:
     plans = ", ".join(f"{plan} {n}" for plan, n in report.by_plan.items())
     faults = ", ".join(f"{kind} {n}" for kind, n in report.faults.items()) or "none"
     lines = [
-        f"chaos: {report.seeds} seeds from {report.first_seed}, {report.dgds} DGDs each, over "
+        f"chaos: {_count(report.seeds, 'seed')} from {report.first_seed}, {report.dgds} DGDs each, over "
         f"{len(report.examples)} examples",
         f"schedules: {report.schedules} ({plans})",
         f"faults: {sum(report.faults.values())} ({faults}); {report.write_points} distinct write points",
@@ -200,9 +200,9 @@ def summary(report: CampaignReport) -> str:
     if not broken:
         lines.append("violations: none")
         return "\n".join(lines) + "\n"
-    lines.append(f"violations: {len(report.failures)} schedules broke an invariant")
+    lines.append(f"violations: {_count(len(report.failures), 'schedule')} broke an invariant")
     for name, n in broken.items():
-        lines.append(f"  {name}: {n} schedules")
+        lines.append(f"  {name}: {_count(n, 'schedule')}")
     for shrunk in report.shrunk:
         lines.append(
             f"shrunk {shrunk.invariant}: {shrunk.schedule} -> {shrunk.records} records "
@@ -214,6 +214,10 @@ def summary(report: CampaignReport) -> str:
         else:
             lines.append("  the trace alone does not reproduce it: it needs the crash right after the write")
     return "\n".join(lines) + "\n"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 # One seed.

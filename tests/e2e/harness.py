@@ -337,6 +337,16 @@ class Operator:
         prefix = "controller_runtime_reconcile_total{controller=dynamographdeployment,"
         return sum(value for key, value in samples.items() if key.startswith(prefix))
 
+    async def writes(self) -> float:
+        """Requests that change something (POST, PATCH, DELETE; PUT is left out: lease renewals use it)."""
+        samples = await self.metrics()
+        return sum(
+            value
+            for key, value in samples.items()
+            if key.startswith("rest_client_requests_total{")
+            and any(f"method={method}" in key for method in ("POST", "PATCH", "DELETE"))
+        )
+
     def messages(self) -> list[str]:
         """The ``message`` of every JSON log line so far."""
         found = []

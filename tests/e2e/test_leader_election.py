@@ -26,12 +26,12 @@ async def test_only_the_leader_reconciles_and_a_standby_takes_over_within_20s_of
     await served.apply(agg("before"))
     await eventually(lambda: served.converged("before"), timeout=60, what="the first DGD is successful")
 
-    # then exactly one reconciled: the leader's metrics count reconciles, the standby's none, and
-    # every event about the DGD came from the leader
+    # then exactly one reconciled: the leader's metrics count reconciles and writes, the standby's
+    # none, and every event about the DGD came from the leader
     leader_metrics, standby_metrics = await leader.metrics(), await standby.metrics()
     assert leader_metrics[MASTER] == 1 and standby_metrics[MASTER] == 0
-    assert await leader.dgd_reconciles() > 0
-    assert await standby.dgd_reconciles() == 0
+    assert await leader.dgd_reconciles() > 0 and await leader.writes() > 0
+    assert await standby.dgd_reconciles() == 0 and await standby.writes() == 0
     assert await served.reporters("before") == {leader.instance}
 
     # when the leader is killed (no release) and a new DGD is applied

@@ -33,7 +33,7 @@ from dgd.actors.children.restart import ResolveRestart, carried_dcd_stamps
 from dgd.actors.children.rollout import OldScaled, Prepare, Prepared, ScaleOld
 from dgd.actors.children.scaling_adapters import ReconcileAdapters
 from dgd.actors.children.shared_resources import EnsureShared
-from dgd.actors.programs.result import ProgramResult
+from dgd.actors.programs.result import ProgramResult, as_failure
 from dgd.actors.runtime import ActorError, Ref
 from dgd.actors.sync import Syncer
 from dgd.cluster.errors import ClusterError
@@ -41,11 +41,11 @@ from dgd.cluster.resources import DCD
 from dgd.domain.checkpoint import (
     WAITING_FOR_CHECKPOINT,
     CheckpointInfo,
-    dcd_adjustment,
     gated_components,
     status_projection,
     waiting_overlay,
 )
+from dgd.domain.checkpoint_restore import dcd_adjustment
 from dgd.domain.defaulting import default_in_memory
 from dgd.domain.metadata_keys import WORKER_HASH
 from dgd.domain.projection import (
@@ -75,14 +75,6 @@ logger = logging.getLogger("dgd.component")
 
 #: The refusal rendering gives a multinode component without LeaderWorkerSet: step 3 reports it.
 _MULTINODE_FIELD = ".multinode"
-
-
-def _failure(error: Exception, context: str = "") -> Failure:
-    """An exception as the Ready failure it projects (a render error cannot heal by retrying)."""
-    if isinstance(error, Failure):
-        return error
-    message = f"{context}: {error}" if context else str(error)
-    return Failure(FAILED_TO_RECONCILE, message, terminal=isinstance(error, RenderError))
 
 
 class ComponentProgram:
@@ -124,7 +116,7 @@ class ComponentProgram:
         try:
             await self._run(result, defaulted)
         except (Failure, ClusterError, ActorError, RenderError) as error:
-            result.fail(_failure(error), now=self._now())
+            result.fail(as_failure(error), now=self._now())
         return result
 
     async def _run(self, result: ProgramResult, dgd: DynamoGraphDeployment) -> None:
@@ -183,7 +175,7 @@ class ComponentProgram:
             message = f"failed to reconcile Dynamo components deployments: {failure.message}"
             raise Failure(failure.reason, message, terminal=failure.terminal) from failure
         except (ClusterError, ActorError) as error:
-            raise _failure(error, "failed to reconcile Dynamo components deployments") from error
+            raise as_failure(error, "failed to reconcile Dynamo components deployments") from error
         # Step 6: a component waiting for its checkpoint makes the graph wait.
         outcome = waiting_overlay(outcome, infos)
         # Step 7: scaling adapters, except while waiting for a checkpoint.

@@ -23,7 +23,7 @@ from dgd.actors.children.scaling_adapters import ReconcileAdapters
 from dgd.actors.children.shared_resources import EnsureShared
 from dgd.actors.children.topology_status import NoTopology, Project
 from dgd.actors.primary import PrimaryWriter
-from dgd.actors.programs.result import ProgramResult
+from dgd.actors.programs.result import ProgramResult, as_failure
 from dgd.actors.recorder import Recorder
 from dgd.actors.runtime import ActorError, Ref
 from dgd.actors.sync import Syncer
@@ -33,10 +33,10 @@ from dgd.domain.checkpoint import (
     WAITING_FOR_CHECKPOINT,
     CheckpointInfo,
     gated_components,
-    restore_cliques,
     status_projection,
     waiting_overlay,
 )
+from dgd.domain.checkpoint_restore import restore_cliques
 from dgd.domain.defaulting import default_in_memory
 from dgd.domain.events import EventRecord
 from dgd.domain.pod_merge import JSON
@@ -97,14 +97,6 @@ def _render_inputs(dgd: DynamoGraphDeployment, pcs: PodCliqueSet | None, extra: 
     )
 
 
-def _failure(error: Exception, context: str = "") -> Failure:
-    """An exception as the Ready failure it projects (a render error cannot heal by retrying)."""
-    if isinstance(error, Failure):
-        return error
-    message = f"{context}: {error}" if context else str(error)
-    return Failure(FAILED_TO_RECONCILE, message, terminal=isinstance(error, RenderError))
-
-
 class GroveProgram:
     """Reconciles DGDs whose workload provider is ``grove``; one instance per DGD actor."""
 
@@ -156,7 +148,7 @@ class GroveProgram:
         try:
             await self._run(result, defaulted, observed, synced)
         except (Failure, ClusterError, ActorError, RenderError, InconsistentRevision) as error:
-            result.fail(_failure(error), now=self._now())
+            result.fail(as_failure(error), now=self._now())
         # Step 2 (deferred): the topology condition, from the PodCliqueSet this run ended with.
         await self._project_topology(result, defaulted, synced[-1])
         return result
@@ -198,7 +190,7 @@ class GroveProgram:
             message = f"failed to reconcile Grove workloads: {failure.message}"
             raise Failure(failure.reason, message, terminal=failure.terminal) from failure
         except (ClusterError, ActorError, InconsistentRevision) as error:
-            raise _failure(error, "failed to reconcile Grove workloads") from error
+            raise as_failure(error, "failed to reconcile Grove workloads") from error
         # Step 7: a component waiting for its checkpoint makes the graph wait.
         outcome = waiting_overlay(outcome, infos)
         # Step 8: scaling adapters, except while waiting for a checkpoint.
@@ -247,7 +239,7 @@ class GroveProgram:
             try:
                 pcs = await self._syncer.sync(PCS, desired, observed, owner=result.dgd)
             except ClusterError as error:
-                raise _failure(error, "failed to reconcile the Grove PodCliqueSet") from error
+                raise as_failure(error, "failed to reconcile the Grove PodCliqueSet") from error
             self._synced_inputs = _render_inputs(result.dgd, pcs, extra) if pcs is observed else None
         synced.append(pcs)
         # 4. The write barrier: the worker hash is committed only once the PodCliqueSet carries it.

@@ -10,8 +10,17 @@ from __future__ import annotations
 from typing import Protocol
 
 from dgd.domain.events import EventRecord
-from dgd.domain.projection import Failure, fail, starting_status
+from dgd.domain.projection import FAILED_TO_RECONCILE, Failure, fail, starting_status
+from dgd.domain.render_errors import RenderError
 from dgd.messages.dgd import DGDStatus, DynamoGraphDeployment
+
+
+def as_failure(error: Exception, context: str = "") -> Failure:
+    """An exception as the Ready failure it projects (a render error cannot heal by retrying)."""
+    if isinstance(error, Failure):
+        return error
+    message = f"{context}: {error}" if context else str(error)
+    return Failure(FAILED_TO_RECONCILE, message, terminal=isinstance(error, RenderError))
 
 
 class ProgramResult:
