@@ -12,15 +12,20 @@ daemon, as deployed, on its kubeconfig). Steps:
 2. ``--dgds`` copies of ``examples/agg.yaml`` (a frontend and a two-replica vLLM worker with a
    scaling adapter, the Grove pathway) are created through the facade with the kube adapter.
 3. **cold start**: a new daemon is started, timed from just before its process is spawned:
-   ``actors_spawned`` is when its ``dgd_actors{kind="DGDActor"}`` gauge first reads N (every DGD has
-   its actor), ``first_reconcile_done`` when every DGD has a status whose ``observedGeneration`` is
-   its generation (every DGD reconciled once, to its end: children created, status written),
-   polled every ``--poll`` seconds (metrics) and every second (the DGD list). ``rss_after_cold_start``
-   is read at that moment; ``rss_peak`` is ``VmHWM``.
-4. **steady state**: once ``--settle`` seconds pass with no reconcile and nothing queued, the RSS is read
-   again; ``rss_per_dgd`` = (steady RSS with N DGDs - baseline steady RSS) / N. The request and
-   reconcile totals come from the daemon's ``/metrics`` (``rest_client_requests_total``, lease
-   requests included; ``controller_runtime_reconcile_total``), and the daemon is stopped with SIGTERM.
+   ``leading`` (its ``leader_election_master_status`` reads 1), ``ready`` (``/readyz`` answers 200:
+   caches synced), ``actors_spawned`` (its ``dgd_actors{kind="DGDActor"}`` gauge reads N: every DGD
+   has its actor), ``first_reconcile_done`` (every DGD has a status whose ``observedGeneration`` is
+   its generation: each was reconciled once, to its end: children created, status written). The
+   metrics are polled every ``--poll`` seconds, the DGD list every second; a ``reconciled@T`` line
+   every ``--progress`` seconds says how many DGDs were done by then. Past ``--cold-timeout`` the run
+   gives up on the cold start and says how far it got. ``rss_after`` is read at that moment; then,
+   from the daemon's ``/metrics``, the requests it sent (``rest_client_requests_total``, lease
+   requests included, by method, and the 409 Conflicts among them) and the DGD reconciles per DGD
+   that succeeded and that failed (``controller_runtime_reconcile_total``); ``ask_timeouts`` counts
+   its log lines saying an actor's ask went unanswered in time (a reconcile step that timed out).
+4. **steady state** (if the cold start finished): once ``--settle`` seconds pass with no reconcile and
+   nothing queued, the RSS is read again (``rss_peak`` is ``VmHWM``); ``rss_per_dgd`` = (steady RSS
+   with N DGDs - baseline RSS) / N. The daemon is stopped with SIGTERM (exit code, seconds to exit).
 
 The client-side rate limit (``--qps``/``--burst``, passed to the daemon) bounds the cold start:
 every DGD's first reconcile is a few dozen requests. The daemon's defaults are 20/30.
@@ -65,7 +70,8 @@ CREATORS = 32
 
 
 def emit(name: str, value: float, unit: str) -> None:
-    print(f"{name} {value:.4g} {unit}", flush=True)
+    shown = str(int(value)) if float(value).is_integer() else f"{value:.4g}"
+    print(f"{name} {shown} {unit}".rstrip(), flush=True)
 
 
 class Daemon:
@@ -156,8 +162,14 @@ async def until(check: Callable[[], Awaitable[bool]], timeout: float, what: str,
         await anyio.sleep(every)
 
 
-def total(samples: dict[str, float], prefix: str) -> float:
-    return sum(value for key, value in samples.items() if key.startswith(prefix))
+def total(samples: dict[str, float], prefix: str, *, method: str | None = None) -> float:
+    """The sum of the samples whose key starts with ``prefix`` (and has that ``method`` label)."""
+    return sum(
+        value
+        for key, value in samples.items()
+        if key.startswith(prefix)
+        and (method is None or f"method={method}}}" in key or f"method={method}," in key)
+    )
 
 
 async def settle(daemon: Daemon, session: aiohttp.ClientSession, quiet: float, timeout: float) -> float:
@@ -245,8 +257,8 @@ async def measure(args: argparse.Namespace, workdir: Path, daemons: list[Daemon]
         ready: float | None = None
         spawned: float | None = None
         done: float | None = None
-        polled = -1.0
-        while done is None:
+        count, polled, reported = 0, -1.0, 0.0
+        while done is None and daemon.elapsed() <= args.cold_timeout:
             samples = await daemon.metrics(session)
             if leading is None and samples.get("leader_election_master_status{name=dgd-operator}") == 1:
                 leading = daemon.elapsed()
@@ -256,41 +268,57 @@ async def measure(args: argparse.Namespace, workdir: Path, daemons: list[Daemon]
                 spawned = daemon.elapsed()
             if daemon.elapsed() - polled >= 1.0:
                 polled = daemon.elapsed()
-                if await reconciled(kube) == args.dgds:
+                count = await reconciled(kube)
+                if count == args.dgds:
                     done = daemon.elapsed()
-            if daemon.elapsed() > args.timeout:
-                raise TimeoutError(f"not every DGD was reconciled within {args.timeout:g}s")
+            if daemon.elapsed() - reported >= args.progress:
+                reported += args.progress
+                emit(f"cold_start.reconciled@{reported:g}s", count, "DGDs")
             await anyio.sleep(args.poll)
         rss_cold = daemon.memory()
-        assert leading is not None and ready is not None and spawned is not None
-        emit("cold_start.leading", leading, "s")
-        emit("cold_start.ready", ready, "s (caches synced)")
-        emit("cold_start.actors_spawned", spawned, "s")
-        emit("cold_start.first_reconcile_done", done, "s")
-        emit("cold_start.rss_after", rss_cold / 2**20, "MiB")
-
-        # 4. The steady state.
-        waited = await settle(daemon, session, args.settle, args.timeout)
-        rss_steady = daemon.memory()
         samples = await daemon.metrics(session)
-        emit("steady.settled_after", waited, "s more")
-        emit("steady.rss", rss_steady / 2**20, "MiB")
-        emit("steady.rss_peak", daemon.memory("VmHWM") / 2**20, "MiB")
-        emit("steady.rss_per_dgd", (rss_steady - rss_empty) / args.dgds / 1024, "KiB")
-        emit("steady.requests", total(samples, "rest_client_requests_total"), "requests")
-        emit("steady.requests_per_dgd", total(samples, "rest_client_requests_total") / args.dgds, "requests")
-        for method in ("GET", "POST", "PUT", "PATCH", "DELETE"):
-            sent = sum(
-                value
-                for key, value in samples.items()
-                if key.startswith("rest_client_requests_total{") and f"method={method}" in key
-            )
-            emit(f"steady.requests.{method}", sent, "requests")
-        reconciles = total(samples, "controller_runtime_reconcile_total{controller=dynamographdeployment,")
-        emit("steady.dgd_reconciles_per_dgd", reconciles / args.dgds, "reconciles")
+        emit("cold_start.leading", leading if leading is not None else float("nan"), "s")
+        emit("cold_start.ready", ready if ready is not None else float("nan"), "s (caches synced)")
+        emit("cold_start.actors_spawned", spawned if spawned is not None else float("nan"), "s")
+        if done is None:
+            emit(f"cold_start.reconciled@{daemon.elapsed():.0f}s", count, "DGDs: gave up (--cold-timeout)")
+        else:
+            emit("cold_start.first_reconcile_done", done, "s")
+        emit("cold_start.rss_after", rss_cold / 2**20, "MiB")
+        report(samples, "cold_start", args.dgds)
+        timeouts = daemon.log.read_text(errors="replace").count("got no reply within")
+        emit("cold_start.ask_timeouts", timeouts, "log lines 'ask ... got no reply within'")
+
+        # 4. The steady state (once every DGD was reconciled).
+        if done is not None:
+            waited = await settle(daemon, session, args.settle, args.timeout)
+            rss_steady = daemon.memory()
+            emit("steady.settled_after", waited, "s more")
+            emit("steady.rss", rss_steady / 2**20, "MiB")
+            emit("steady.rss_peak", daemon.memory("VmHWM") / 2**20, "MiB")
+            emit("steady.rss_per_dgd", (rss_steady - rss_empty) / args.dgds / 1024, "KiB")
         code, took = await daemon.stop()
         emit("shutdown.exit_code", code, "")
         emit("shutdown.time", took, "s")
+
+
+def report(samples: dict[str, float], phase: str, dgds: int) -> None:
+    """The requests the daemon sent (by method; conflicts apart) and the DGD reconciles it ran."""
+    requests = total(samples, "rest_client_requests_total")
+    emit(f"{phase}.requests", requests, "requests")
+    emit(f"{phase}.requests_per_dgd", requests / dgds, "requests")
+    for method in ("GET", "POST", "PUT", "PATCH", "DELETE"):
+        sent = total(samples, "rest_client_requests_total{code=", method=method)
+        emit(f"{phase}.requests.{method}", sent, "requests")
+    emit(f"{phase}.requests.conflict_409", total(samples, "rest_client_requests_total{code=409,"), "requests")
+    controller = "controller_runtime_reconcile_total{controller=dynamographdeployment,"
+    succeeded = total(samples, f"{controller}result=success")
+    emit(f"{phase}.dgd_reconciles.success_per_dgd", succeeded / dgds, "reconciles")
+    emit(
+        f"{phase}.dgd_reconciles.failed_per_dgd",
+        (total(samples, controller) - succeeded) / dgds,
+        "reconciles",
+    )
 
 
 def main() -> int:
@@ -300,7 +328,14 @@ def main() -> int:
     parser.add_argument("--burst", type=int, default=30, help="the daemon's --burst (default 30, its own)")
     parser.add_argument("--settle", type=float, default=10.0, help="quiet seconds that mean settled")
     parser.add_argument("--poll", type=float, default=0.25, help="seconds between metrics polls")
-    parser.add_argument("--timeout", type=float, default=3600.0, help="give up on any wait after this")
+    parser.add_argument(
+        "--cold-timeout",
+        type=float,
+        default=3600.0,
+        help="seconds the cold start may take before the run gives up on it (default 3600)",
+    )
+    parser.add_argument("--progress", type=float, default=60.0, help="seconds between progress lines")
+    parser.add_argument("--timeout", type=float, default=3600.0, help="give up on any other wait after this")
     args = parser.parse_args()
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     print("Method")

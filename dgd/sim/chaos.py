@@ -27,7 +27,6 @@ The report holds no wall-clock value: counts, cluster time, names and paths only
 
 from __future__ import annotations
 
-import concurrent.futures
 import logging
 import multiprocessing
 from collections import Counter
@@ -190,8 +189,8 @@ def summary(report: CampaignReport) -> str:
     plans = ", ".join(f"{plan} {n}" for plan, n in report.by_plan.items())
     faults = ", ".join(f"{kind} {n}" for kind, n in report.faults.items()) or "none"
     lines = [
-        f"chaos: {_count(report.seeds, 'seed')} from {report.first_seed}, {report.dgds} DGDs each, over "
-        f"{len(report.examples)} examples",
+        f"chaos: {_count(report.seeds, 'seed')} from {report.first_seed}, {_count(report.dgds, 'DGD')} "
+        f"each, over {_count(len(report.examples), 'example')}",
         f"schedules: {report.schedules} ({plans})",
         f"faults: {sum(report.faults.values())} ({faults}); {report.write_points} distinct write points",
         f"cluster time: {report.virtual_time:,.0f}s",
@@ -206,7 +205,7 @@ def summary(report: CampaignReport) -> str:
     for shrunk in report.shrunk:
         lines.append(
             f"shrunk {shrunk.invariant}: {shrunk.schedule} -> {shrunk.records} records "
-            f"({shrunk.faults} faults, {shrunk.graphs} DGDs) in {shrunk.path}"
+            f"({_count(shrunk.faults, 'fault')}, {_count(shrunk.graphs, 'DGD')}) in {shrunk.path}"
         )
         lines.append(f"  {shrunk.failure}")
         if shrunk.reproduces:
@@ -294,17 +293,16 @@ def _seeds(campaign: Campaign, seeds: list[int], jobs: int, bug: Bug | None) -> 
             yield run_seed(campaign, seed, bug)
         return
     # Fresh workers, each replaced after ``RECYCLE`` seeds: whatever a simulation leaves behind in a
-    # process (a leak of the code under test) cannot pile up over thousands of them.
-    # They log as this process does.
-    pool = concurrent.futures.ProcessPoolExecutor(
-        jobs,
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=_log_at,
-        initargs=(logging.getLogger().getEffectiveLevel(),),
-        max_tasks_per_child=RECYCLE,
-    )
-    with pool:
-        yield from pool.map(run_seed, [campaign] * len(seeds), seeds, [bug] * len(seeds))
+    # process (a leak of the code under test) cannot pile up over thousands of them. They log as this
+    # process does.
+    context = multiprocessing.get_context("spawn")
+    level = logging.getLogger().getEffectiveLevel()
+    with context.Pool(jobs, initializer=_log_at, initargs=(level,), maxtasksperchild=RECYCLE) as pool:
+        yield from pool.imap(_run_seed, [(campaign, seed, bug) for seed in seeds])
+
+
+def _run_seed(job: tuple[Campaign, int, Bug | None]) -> SeedResult:
+    return run_seed(*job)
 
 
 def _log_at(level: int) -> None:

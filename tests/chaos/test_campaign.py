@@ -3,20 +3,25 @@
 The campaigns are small versions of ``dgd-operator chaos --seeds 200`` (``bench/README.md``): graphs
 drawn from ``examples/agg.yaml`` and the upstream vLLM ``agg.yaml`` and ``disagg.yaml``, on both
 pathways, applied, rolled out and scaled under each fault plan, every invariant checked after every
-step. The broken build emits a DGD's status-transition events *before* writing its status; the
-campaign must name the invariant that catches it and shrink the failure to a trace of a few records
-that ``dgd-operator sim replay`` fails on again.
+step. The broken builds: one emits a DGD's status-transition events *before* writing its status, which
+the campaign must name and shrink to a trace of a few records that ``dgd-operator sim replay`` fails
+on again; another deletes, whenever a DGD's shared-resources child restarts, the ServiceAccount that
+child created, which only a crash shows.
 """
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import msgspec
 import pytest
 
+from dgd.actors.children.shared_resources import SharedResources
 from dgd.actors.dgd import DGDActor
 from dgd.cli import main
+from dgd.cluster.errors import NotFound
+from dgd.cluster.resources import SERVICE_ACCOUNT
 from dgd.domain.events import EventRecord
 from dgd.messages.dgd import DGDStatus, DynamoGraphDeployment
 from dgd.messages.trace import ApiFault, Kill, StaleReads, WatchDrop, WatchExpire
@@ -111,3 +116,35 @@ def test_a_build_that_emits_events_before_writing_the_status_is_caught_and_shrun
     assert code == 1
     replayed = capsys.readouterr()
     assert "invariant events-follow-status broken" in replayed.out + replayed.err
+
+
+async def _forget_on_restart(self: SharedResources) -> None:
+    """The bug: a shared-resources child that starts deletes its DGD's discovery ServiceAccount, as if
+    a restart were a fresh start that must clean up (the first start finds none)."""
+    namespace, name = self.context.ref.path.split("/")[3:5]
+    with contextlib.suppress(NotFound):
+        await self._reader._cluster.delete(SERVICE_ACCOUNT.key(namespace, f"{name}-k8s-service-discovery"))
+
+
+def test_a_build_that_undoes_its_work_when_a_child_restarts_is_caught_by_crashes_right_after_writes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # given an operator whose restarted shared-resources child deletes the ServiceAccount it made
+    monkeypatch.setattr(SharedResources, "on_start", _forget_on_restart)
+
+    # when a campaign of one graph crashes the writer right after each of its write points
+    campaign = Campaign(EXAMPLES, seeds=1, dgds=1, plans=("crash-after-write",))
+    report = run_campaign(campaign, shrink_to=lambda name: tmp_path / f"{name}.jsonl")
+
+    # then the fault-free run broke nothing, and crashes broke child-created-once
+    broken = {failure.schedule.split()[2] for failure in report.failures}
+    assert broken == {"crash-after-write"}
+    assert {name for name, n in report.violations.items() if n} == {"child-created-once"}
+    # and the first such schedule shrank to the graph's apply, the kill and the liveness expectation
+    shrunk = report.shrunk[0]
+    assert (shrunk.invariant, shrunk.faults, shrunk.graphs, shrunk.records) == ("child-created-once", 1, 1, 3)
+    trace = read_trace(Path(shrunk.path).read_bytes())
+    assert [type(r).__name__ for r in trace.records] == ["Apply", "Kill", "Expect"]
+    assert "kill right after write" in trace.header.description
+    # and the trace alone reproduces it (a kill at that time restarts the child just the same)
+    assert shrunk.reproduces

@@ -23,12 +23,14 @@ class Request(msgspec.Struct, Generic[R], frozen=True):
     """A message that is answered with a value of type ``R`` (see ``Ref.ask``); frozen, a value."""
 
 
-class Envelope(msgspec.Struct, gc=False):
+class Envelope(msgspec.Struct):
     """One message in a mailbox, with who sent it and where its answer goes.
 
     ``sender`` is the path of the sending actor (``None`` from outside any actor); ``reply`` is the
     asker's future (``None`` for a tell); ``key`` is the coalescing key of a coalesced tell.
-    Envelopes are the runtime's own: actors only ever see the message.
+    Envelopes are the runtime's own: actors only ever see the message. They take part in garbage
+    collection: an ask whose handler crashed leaves a cycle (the future's exception, its traceback, the
+    frames, the envelope) that only the collector can free.
     """
 
     message: Any
