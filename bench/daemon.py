@@ -17,7 +17,8 @@ daemon, as deployed, on its kubeconfig). Steps:
    has its actor), ``first_reconcile_done`` (every DGD has a status whose ``observedGeneration`` is
    its generation: each was reconciled once, to its end: children created, status written). The
    metrics are polled every ``--poll`` seconds, the DGD list every second; a ``reconciled@T`` line
-   every ``--progress`` seconds says how many DGDs were done by then. Past ``--cold-timeout`` the run
+   every ``--progress`` seconds says how many DGDs were done by then, ``first_dgd_done`` and
+   ``half_done`` when the first one and half of them were. Past ``--cold-timeout`` the run
    gives up on the cold start and says how far it got. ``rss_after`` is read at that moment; then,
    from the daemon's ``/metrics``, the requests it sent (``rest_client_requests_total``, lease
    requests included, by method, and the 409 Conflicts among them) and the DGD reconciles per DGD
@@ -26,13 +27,18 @@ daemon, as deployed, on its kubeconfig). Steps:
 4. **steady state** (if the cold start finished): once ``--settle`` seconds pass with no reconcile and
    nothing queued, the RSS is read again (``rss_peak`` is ``VmHWM``); ``rss_per_dgd`` = (steady RSS
    with N DGDs - baseline RSS) / N. The daemon is stopped with SIGTERM (exit code, seconds to exit).
+5. **restart** (if the cold start finished): a new daemon starts over the DGDs the first one
+   reconciled, as after an upgrade or a failover: ``ready``, ``actors_spawned``, ``reconciled`` (its
+   DGD reconciles reach N: each DGD was looked at once more), the requests that took and the RSS.
 
 The client-side rate limit (``--qps``/``--burst``, passed to the daemon) bounds the cold start:
-every DGD's first reconcile is a few dozen requests. The daemon's defaults are 20/30.
+every DGD's first reconcile is a few dozen requests. The daemon's defaults are 20/30; its
+``--max-concurrent-reconciles`` (``--workers`` here, default 10) lets DGDs finish in turn instead
+of all together at the end.
 
 Every result line is ``name value unit``. Run from the repository root:
 
-    .venv/bin/python bench/daemon.py --dgds 1000 [--qps 20 --burst 30]
+    .venv/bin/python bench/daemon.py --dgds 1000 [--qps 20 --burst 30 --workers 10]
 """
 
 from __future__ import annotations
@@ -77,7 +83,7 @@ def emit(name: str, value: float, unit: str) -> None:
 class Daemon:
     """One ``dgd-operator run`` process, its log in ``log``."""
 
-    def __init__(self, kubeconfig: Path, log: Path, instance: str, qps: str, burst: str) -> None:
+    def __init__(self, kubeconfig: Path, log: Path, instance: str, flags: list[str]) -> None:
         self.log = log
         self.started = time.perf_counter()
         with log.open("wb") as out:
@@ -95,10 +101,7 @@ class Daemon:
                     instance,
                     "--lease-namespace",
                     "dynamo-system",
-                    "--qps",
-                    qps,
-                    "--burst",
-                    burst,
+                    *flags,
                 ],
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -227,13 +230,20 @@ async def bench(args: argparse.Namespace, workdir: Path) -> None:
 
 async def measure(args: argparse.Namespace, workdir: Path, daemons: list[Daemon]) -> None:
     kubeconfig = workdir / "kubeconfig"
-    qps, burst = str(args.qps), str(args.burst)
+    flags = [
+        "--qps",
+        str(args.qps),
+        "--burst",
+        str(args.burst),
+        "--max-concurrent-reconciles",
+        str(args.workers),
+    ]
     async with (
         await KubeCluster.from_config(kubeconfig, qps=None) as kube,
         aiohttp.ClientSession() as session,
     ):
         # 1. The baseline: a leading daemon with nothing to reconcile.
-        baseline = Daemon(kubeconfig, workdir / "baseline.log", "baseline", qps, burst)
+        baseline = Daemon(kubeconfig, workdir / "baseline.log", "baseline", flags)
         daemons.append(baseline)
         await until(baseline.listening, 60, "the baseline daemon listens")
         await until(lambda: baseline.ready(session), 60, "the baseline daemon is ready")
@@ -250,13 +260,15 @@ async def measure(args: argparse.Namespace, workdir: Path, daemons: list[Daemon]
         emit("create.time", time.perf_counter() - began, "s")
 
         # 3. The cold start.
-        daemon = Daemon(kubeconfig, workdir / "daemon.log", "bench", qps, burst)
+        daemon = Daemon(kubeconfig, workdir / "daemon.log", "bench", flags)
         daemons.append(daemon)
         await until(daemon.listening, 60, "the daemon listens")
         leading: float | None = None
         ready: float | None = None
         spawned: float | None = None
         done: float | None = None
+        first: float | None = None
+        half: float | None = None
         count, polled, reported = 0, -1.0, 0.0
         while done is None and daemon.elapsed() <= args.cold_timeout:
             samples = await daemon.metrics(session)
@@ -269,6 +281,10 @@ async def measure(args: argparse.Namespace, workdir: Path, daemons: list[Daemon]
             if daemon.elapsed() - polled >= 1.0:
                 polled = daemon.elapsed()
                 count = await reconciled(kube)
+                if first is None and count >= 1:
+                    first = daemon.elapsed()
+                if half is None and count >= args.dgds / 2:
+                    half = daemon.elapsed()
                 if count == args.dgds:
                     done = daemon.elapsed()
             if daemon.elapsed() - reported >= args.progress:
@@ -280,10 +296,16 @@ async def measure(args: argparse.Namespace, workdir: Path, daemons: list[Daemon]
         emit("cold_start.leading", leading if leading is not None else float("nan"), "s")
         emit("cold_start.ready", ready if ready is not None else float("nan"), "s (caches synced)")
         emit("cold_start.actors_spawned", spawned if spawned is not None else float("nan"), "s")
+        emit(
+            "cold_start.first_dgd_done",
+            first if first is not None else float("nan"),
+            "s (one DGD reconciled)",
+        )
+        emit("cold_start.half_done", half if half is not None else float("nan"), "s (half of them)")
         if done is None:
             emit(f"cold_start.reconciled@{daemon.elapsed():.0f}s", count, "DGDs: gave up (--cold-timeout)")
         else:
-            emit("cold_start.first_reconcile_done", done, "s")
+            emit("cold_start.first_reconcile_done", done, "s (every DGD reconciled)")
         emit("cold_start.rss_after", rss_cold / 2**20, "MiB")
         report(samples, "cold_start", args.dgds)
         timeouts = daemon.log.read_text(errors="replace").count("got no reply within")
@@ -300,6 +322,43 @@ async def measure(args: argparse.Namespace, workdir: Path, daemons: list[Daemon]
         code, took = await daemon.stop()
         emit("shutdown.exit_code", code, "")
         emit("shutdown.time", took, "s")
+        if done is not None:
+            await restart(args, kubeconfig, workdir, flags, session, daemons)
+
+
+async def restart(
+    args: argparse.Namespace,
+    kubeconfig: Path,
+    workdir: Path,
+    flags: list[str],
+    session: aiohttp.ClientSession,
+    daemons: list[Daemon],
+) -> None:
+    """5. An operator restart (an upgrade, a new leader): a new daemon over DGDs already reconciled."""
+    daemon = Daemon(kubeconfig, workdir / "restart.log", "restart", flags)
+    daemons.append(daemon)
+    await until(daemon.listening, 60, "the restarted daemon listens")
+    ready: float | None = None
+    spawned: float | None = None
+    done: float | None = None
+    controller = "controller_runtime_reconcile_total{controller=dynamographdeployment,"
+    while done is None and daemon.elapsed() <= args.cold_timeout:
+        samples = await daemon.metrics(session)
+        if ready is None and await daemon.ready(session):
+            ready = daemon.elapsed()
+        if spawned is None and samples.get("dgd_actors{kind=DGDActor}", 0) >= args.dgds:
+            spawned = daemon.elapsed()
+        if total(samples, controller) >= args.dgds:
+            done = daemon.elapsed()
+        await anyio.sleep(args.poll)
+    samples = await daemon.metrics(session)
+    emit("restart.ready", ready if ready is not None else float("nan"), "s (caches synced)")
+    emit("restart.actors_spawned", spawned if spawned is not None else float("nan"), "s")
+    emit("restart.reconciled", done if done is not None else float("nan"), "s (as many reconciles as DGDs)")
+    emit("restart.rss_after", daemon.memory() / 2**20, "MiB")
+    report(samples, "restart", args.dgds)
+    code, _ = await daemon.stop()
+    emit("restart.exit_code", code, "")
 
 
 def report(samples: dict[str, float], phase: str, dgds: int) -> None:
@@ -326,6 +385,12 @@ def main() -> int:
     parser.add_argument("--dgds", type=int, default=1000, help="DGDs in the cluster at start (default 1000)")
     parser.add_argument("--qps", type=float, default=20.0, help="the daemon's --qps (default 20, its own)")
     parser.add_argument("--burst", type=int, default=30, help="the daemon's --burst (default 30, its own)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=10,
+        help="the daemon's --max-concurrent-reconciles (default 10, its own)",
+    )
     parser.add_argument("--settle", type=float, default=10.0, help="quiet seconds that mean settled")
     parser.add_argument("--poll", type=float, default=0.25, help="seconds between metrics polls")
     parser.add_argument(
@@ -343,7 +408,8 @@ def main() -> int:
     print(f"  python:   {platform.python_implementation()} {platform.python_version()}")
     print(f"  machine:  {platform.machine()}, cpu_count() = {os.cpu_count()}, {platform.system()}")
     print(
-        f"  daemon:   dgd-operator run --qps {args.qps:g} --burst {args.burst} against sim serve --no-world"
+        f"  daemon:   dgd-operator run --qps {args.qps:g} --burst {args.burst} "
+        f"--max-concurrent-reconciles {args.workers} against sim serve --no-world"
     )
     print(f"  DGDs:     {args.dgds} x examples/agg.yaml; settled: {args.settle:g}s with no reconcile")
     with tempfile.TemporaryDirectory(prefix="dgd-bench-") as directory:

@@ -8,9 +8,10 @@ reports files that differ from what would be written (exit 1). Two modes, as the
   grants to the graphs' pods: Kubernetes lets a client create a Role only with permissions it holds
   itself, and bind a ClusterRole only with the ``bind`` verb on it). The chart also creates the
   planner, EPP and DGDR-profiling ClusterRoles the operator binds per namespace (supplement §2.3).
-* **namespace-restricted**: the operator watches one namespace (``namespace.restricted``); the same
-  permissions are Roles in that namespace, with no cluster-scoped rule at all; the planner's
-  ServiceAccount, Role and RoleBinding are created here (the operator does not in this mode).
+* **namespace-restricted**: the operator watches the namespaces given (one ``--namespace`` flag each,
+  in order; ``namespace.restricted`` and the MPI key's namespace are the first); the same permissions
+  are Roles in each of them, with no cluster-scoped rule at all; the planner's ServiceAccount, Role and
+  RoleBinding are created in each too (the operator does not in this mode).
 
 Both: a Role for the leader-election Lease in the operator's namespace, the operator configuration
 (ConfigMap), a Deployment of two replicas with leader election, and a Service for the metrics.
@@ -144,20 +145,27 @@ class Install:
         *,
         release: str = RELEASE,
         namespace: str = NAMESPACE,
-        watch: str | None = None,
+        watch: tuple[str, ...] = (),
         grove: bool = True,
         checkpoint: bool = False,
         image: str = IMAGE,
         replicas: int = 2,
     ) -> None:
+        if isinstance(watch, str) or not all(watch) or len(set(watch)) != len(watch):
+            raise ValueError(f"watch: a tuple of distinct, non-empty namespace names, not {watch!r}")
         self.release = release
         self.namespace = namespace
-        #: ``None``: cluster-wide; else the one namespace the operator watches.
+        #: Empty: cluster-wide; else the namespaces the operator watches, in the order of its flags.
         self.watch = watch
         self.grove = grove
         self.checkpoint = checkpoint
         self.image = image
         self.replicas = replicas
+
+    @property
+    def restricted(self) -> str:
+        """The first watched namespace: the restricted-mode switch of the config; empty: cluster-wide."""
+        return self.watch[0] if self.watch else ""
 
     @property
     def labels(self) -> dict[str, str]:
@@ -178,19 +186,21 @@ class Install:
         rules += GROVE_RULES if self.grove else NO_GROVE_RULES
         if self.checkpoint:
             rules = [r for r in rules if r["resources"] != ["dynamocheckpoints"]] + CHECKPOINT_RULES
-        if self.watch is None:
+        if not self.watch:
             rules += PLANNER_BINDING_RULES
             rules.append(rule(RBAC, ["clusterroles"], ["get"], [f"{self.release}-planner"]))
         return rules
 
     def delegated_rules(self) -> list[JSON]:
         rules = [*DELEGATED_RULES]
-        if self.watch is None:
+        if not self.watch:
             rules.append(rule(RBAC, ["clusterroles"], ["bind"], [f"{self.release}-planner"]))
         return rules
 
-    def service_account(self) -> JSON:
-        return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": self.meta(self.release)}
+    def service_account(self, name: str | None = None, namespace: str | None = None) -> JSON:
+        """The operator's ServiceAccount, or the one ``name`` in ``namespace``."""
+        metadata = self.meta(name or self.release, namespace=namespace)
+        return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata}
 
     def rbac(self) -> list[JSON]:
         """The ServiceAccount and every RBAC object of this installation, in apply order."""
@@ -200,15 +210,11 @@ class Install:
             (self.release, self.operator_rules()),
             (f"{self.release}-delegated", self.delegated_rules()),
         )
-        if self.watch is None:
+        # The operator's grants: cluster-wide, ClusterRoles; restricted, Roles in every watched namespace.
+        if not self.watch:
             for name, rules in grants:
                 docs += [
-                    {
-                        "apiVersion": f"{RBAC}/v1",
-                        "kind": "ClusterRole",
-                        "metadata": self.meta(name, namespaced=False),
-                        "rules": rules,
-                    },
+                    self._cluster_role(name, rules),
                     {
                         "apiVersion": f"{RBAC}/v1",
                         "kind": "ClusterRoleBinding",
@@ -217,34 +223,29 @@ class Install:
                         "subjects": subject,
                     },
                 ]
-        else:
+        for watched in self.watch:
             for name, rules in grants:
-                docs += self._role(name, rules, self.watch, subject)
+                docs += self._role(name, rules, watched, subject)
         docs += self._role(f"{self.release}-leader-election", LEADER_ELECTION_RULES, self.namespace, subject)
-        if self.watch is None:
-            for name, rules in workload_cluster_roles(self.release).items():
-                docs.append(
-                    {
-                        "apiVersion": f"{RBAC}/v1",
-                        "kind": "ClusterRole",
-                        "metadata": self.meta(name, namespaced=False),
-                        "rules": rules,
-                    }
-                )
-        else:
-            # Restricted mode: the operator binds no ClusterRole; the planner's identity is made here.
-            planner = [{"kind": "ServiceAccount", "name": "planner-serviceaccount", "namespace": self.watch}]
-            docs.append(
-                {
-                    "apiVersion": "v1",
-                    "kind": "ServiceAccount",
-                    "metadata": self.meta("planner-serviceaccount", namespace=self.watch),
-                }
-            )
-            docs += self._role(
-                "planner-role", planner_rules(), self.watch, planner, binding="planner-binding"
-            )
+        if not self.watch:
+            docs += [
+                self._cluster_role(name, rules)
+                for name, rules in workload_cluster_roles(self.release).items()
+            ]
+        # Restricted: the operator binds no ClusterRole; the planner's identity is made in each namespace.
+        for watched in self.watch:
+            planner = [{"kind": "ServiceAccount", "name": "planner-serviceaccount", "namespace": watched}]
+            docs.append(self.service_account("planner-serviceaccount", watched))
+            docs += self._role("planner-role", planner_rules(), watched, planner, binding="planner-binding")
         return docs
+
+    def _cluster_role(self, name: str, rules: list[JSON]) -> JSON:
+        return {
+            "apiVersion": f"{RBAC}/v1",
+            "kind": "ClusterRole",
+            "metadata": self.meta(name, namespaced=False),
+            "rules": rules,
+        }
 
     def _role(
         self, name: str, rules: list[JSON], namespace: str, subjects: list[JSON], binding: str | None = None
@@ -281,23 +282,18 @@ class Install:
             "checkpoint": {"enabled": self.checkpoint},
             "mpi": {
                 "sshSecretName": "mpi-run-ssh-secret",
-                "sshSecretNamespace": self.watch or self.namespace,
+                "sshSecretNamespace": self.restricted or self.namespace,
             },
         }
         if not self.grove:
             config["orchestrators"] = {"grove": {"enabled": False}}
-        if self.watch is None:
-            names = {
-                f"{key}ClusterRoleName": f"{self.release}-{suffix}"
-                for key, suffix in (
-                    ("planner", "planner"),
-                    ("epp", "epp"),
-                    ("dgdrProfiling", "dgdr-profiling"),
-                )
+        if not self.watch:
+            roles = {"planner": "planner", "epp": "epp", "dgdrProfiling": "dgdr-profiling"}
+            config["rbac"] = {
+                f"{key}ClusterRoleName": f"{self.release}-{suffix}" for key, suffix in roles.items()
             }
-            config["rbac"] = names
         else:
-            config["namespace"] = {"restricted": self.watch}
+            config["namespace"] = {"restricted": self.restricted}
         return config
 
     def config_map(self) -> JSON:
@@ -310,6 +306,8 @@ class Install:
         }
 
     def deployment(self) -> JSON:
+        # One --namespace flag per watched namespace, in order: the daemon's watched set.
+        watching = [arg for watched in self.watch for arg in ("--namespace", watched)]
         probe = {
             "httpGet": {"path": "/healthz", "port": "probes"},
             "periodSeconds": 10,
@@ -320,7 +318,7 @@ class Install:
             "name": "operator",
             "image": self.image,
             "imagePullPolicy": "IfNotPresent",
-            "args": ["run", "--config", CONFIG_PATH, "--log-format", "json"],
+            "args": ["run", "--config", CONFIG_PATH, *watching, "--log-format", "json"],
             "ports": [
                 {"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"},
                 {"name": "probes", "containerPort": PROBE_PORT, "protocol": "TCP"},
@@ -398,7 +396,7 @@ class Install:
 
 #: The two committed installations: cluster-wide, and restricted to the operator's own namespace.
 CLUSTER_WIDE = Install()
-RESTRICTED = Install(watch=NAMESPACE)
+RESTRICTED = Install(watch=(NAMESPACE,))
 
 
 class _Dumper(yaml.SafeDumper):

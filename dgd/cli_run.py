@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import socket
 import sys
@@ -42,6 +43,9 @@ from dgd.domain.gates import GateError, effective_config, resolve_gates, served_
 from dgd.messages.config import RELEASE_NAMESPACE, ConfigError, OperatorConfig, load_config, parse_duration
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+#: What a namespace name is (an RFC 1123 label).
+DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 #: Where a pod finds its own namespace (the default namespace of its lease).
 POD_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
@@ -76,13 +80,22 @@ def add_command(commands: Any) -> None:
         "--namespace",
         action="append",
         metavar="NS",
-        help="watch only this namespace (namespace-restricted mode: no cluster-scoped RBAC is written); "
-        "default: every namespace. One namespace at most (config: namespace.restricted)",
+        help="watch only this namespace; repeat the flag to watch several (namespace-restricted mode: "
+        "no cluster-scoped RBAC is written or needed). Given, the flags replace the config's "
+        "namespace.restricted; default: that key's one namespace if set, else every namespace",
     )
     cluster.add_argument(
         "--qps", type=float, default=20.0, help="client-side rate limit, requests per second (default 20)"
     )
     cluster.add_argument("--burst", type=int, default=30, help="client-side rate limit burst (default 30)")
+    cluster.add_argument(
+        "--max-concurrent-reconciles",
+        type=int,
+        default=10,
+        metavar="N",
+        help="how many DGDs are reconciled at once; the others wait their turn, first come first served "
+        "(default 10)",
+    )
     cluster.add_argument("--config", metavar="FILE", type=Path, help="operator configuration file (YAML)")
 
     serving = run.add_argument_group("metrics and probes")
@@ -181,17 +194,13 @@ def options(args: argparse.Namespace) -> Options:
     except ConfigError as exc:
         raise Usage(f"{args.config}: {exc}") from exc
     raw = _raw_config(text)
-    # Namespace-restricted mode: the operator tree watches one namespace or all of them.
-    namespaces = list(dict.fromkeys(args.namespace or ()))
-    if any(not namespace for namespace in namespaces):
-        raise Usage(
-            "--namespace: a namespace name must not be empty (leave the flag out for every namespace)"
-        )
-    if len(namespaces) > 1:
-        raise Usage(
-            f"--namespace: the operator watches one namespace or every namespace, not {len(namespaces)} "
-            f"({', '.join(namespaces)}); give --namespace once, or leave it out for cluster-wide mode"
-        )
+    # Namespace-restricted mode: the flags name the watched namespaces; the config's one key is the
+    # switch the operator reads (planner RBAC, validation), so it holds the first of them.
+    namespaces = tuple(dict.fromkeys(args.namespace or ()))
+    for namespace in namespaces:
+        problem = _namespace_problem(namespace)
+        if problem:
+            raise Usage(f"--namespace: {namespace!r} {problem} (leave the flag out for every namespace)")
     if namespaces:
         restricted = msgspec.structs.replace(config.namespace, restricted=namespaces[0])
         config = msgspec.structs.replace(config, namespace=restricted)
@@ -222,6 +231,8 @@ def options(args: argparse.Namespace) -> Options:
         raise Usage(f"{args.config}: logging.level: {log_level!r} is not one of {', '.join(LEVELS)}")
     if args.qps <= 0 or args.burst <= 0:
         raise Usage("--qps and --burst must be positive")
+    if args.max_concurrent_reconciles < 1:
+        raise Usage(f"--max-concurrent-reconciles: {args.max_concurrent_reconciles} must be at least 1")
     settings = DaemonSettings(
         instance=args.instance or f"{socket.gethostname()}-{os.getpid()}",
         metrics_address=metrics,
@@ -231,6 +242,8 @@ def options(args: argparse.Namespace) -> Options:
         lease_namespace=args.lease_namespace or config.leader_election.namespace or _pod_namespace(),
         timing=timing,
         shutdown_timeout=shutdown,
+        namespaces=namespaces,
+        max_concurrent_reconciles=args.max_concurrent_reconciles,
     )
     return Options(
         config=config,
@@ -265,6 +278,20 @@ def _duration(flag: str, text: str) -> float:
     if seconds <= 0:
         raise Usage(f"{flag}: {text!r} must be positive")
     return seconds
+
+
+def _namespace_problem(name: str) -> str:
+    """Why ``name`` cannot be a namespace (an RFC 1123 label), or ``""``."""
+    if not name:
+        return "is empty: a namespace name is required"
+    if len(name) > 63:
+        return f"is {len(name)} characters long: a namespace name has at most 63"
+    if not DNS_LABEL.fullmatch(name):
+        return (
+            "is not a valid namespace name: lower-case letters, digits and '-', "
+            "starting and ending alphanumeric"
+        )
+    return ""
 
 
 def _pod_namespace() -> str:

@@ -74,14 +74,19 @@ class Cache:
     def __init__(self) -> None:
         self._objects: dict[str, dict[_Name, Any]] = {}
         self._synced: dict[str, anyio.Event] = {}
+        # resource -> the namespaces (None: all) still to be listed before it counts as synced.
+        self._unlisted: dict[str, set[str | None]] = {}
         # resource -> controller uid -> names of the objects it controls.
         self._controlled: dict[str, dict[str, set[_Name]]] = {}
 
-    def serve(self, resource: Resource[Any]) -> None:
-        """Start caching ``resource`` (its informer calls this before its first list)."""
+    def serve(self, resource: Resource[Any], scopes: Iterable[str | None] = (None,)) -> None:
+        """Start caching ``resource`` (its informer calls this before its first list), listed in the
+        namespaces ``scopes`` (``None``: all of them): synced once each was listed."""
         rid = str(resource)
         self._objects.setdefault(rid, {})
-        self._synced.setdefault(rid, anyio.Event())
+        event = self._synced.setdefault(rid, anyio.Event())
+        if not event.is_set():
+            self._unlisted.setdefault(rid, set()).update(scopes)
 
     def caches(self, resource: Resource[Any]) -> bool:
         return str(resource) in self._objects
@@ -150,25 +155,34 @@ class Cache:
 
     # Writers.
 
-    def replace(self, resource: Resource[Any], items: Iterable[Any]) -> builtins.list[Change]:
-        """Set everything of ``resource`` from a fresh list; returns what changed since the last view."""
+    def replace(
+        self, resource: Resource[Any], items: Iterable[Any], *, namespace: str | None = None
+    ) -> builtins.list[Change]:
+        """Set everything of ``resource`` (in ``namespace``; ``None``: in every namespace) from a fresh
+        list; returns what changed since the last view."""
         rid = str(resource)
-        before = dict(self._objects.setdefault(rid, {}))
+        objects = self._objects.setdefault(rid, {})
+        before = {k: v for k, v in objects.items() if namespace is None or k[0] == namespace}
         seen: set[_Name] = set()
         changes: builtins.list[Change] = []
         for obj in items:
-            namespace, name, version = _meta(obj)
-            seen.add((namespace, name))
-            old = before.get((namespace, name))
+            where, name, version = _meta(obj)
+            seen.add((where, name))
+            old = before.get((where, name))
             if old is None:
                 changes.append(Change("ADDED", None, obj))
             elif _meta(old)[2] != version:
                 changes.append(Change("MODIFIED", old, obj))
-            self._store(rid, (namespace, name), obj)
+            self._store(rid, (where, name), obj)
         for key in sorted(before.keys() - seen):
             self._drop(rid, key)
             changes.append(Change("DELETED", before[key], None))
-        self._synced.setdefault(rid, anyio.Event()).set()
+        unlisted = self._unlisted.get(rid)
+        if unlisted is not None:
+            unlisted.discard(namespace)
+        if not unlisted:
+            self._unlisted.pop(rid, None)
+            self._synced.setdefault(rid, anyio.Event()).set()
         return changes
 
     def apply(self, resource: Resource[Any], event_type: str, obj: Any) -> Any:
@@ -180,6 +194,19 @@ class Cache:
         old = self._objects.setdefault(rid, {}).get((namespace, name))
         self._store(rid, (namespace, name), obj)
         return old
+
+    def outdated(self, resource: Resource[Any], obj: Any) -> bool:
+        """Whether the cache already holds a newer version of ``obj`` than ``obj`` (one a writer
+        ``observe`` d before the watch caught up); only numeric versions are compared."""
+        objects = self._objects.get(str(resource))
+        if objects is None:
+            return False
+        namespace, name, version = _meta(obj)
+        current = objects.get((namespace, name))
+        if current is None:
+            return False
+        held = _meta(current)[2]
+        return version.isdigit() and held.isdigit() and int(version) < int(held)
 
     def observe(self, resource: Resource[Any], obj: Any) -> None:
         """Record what a write returned, unless the cache already holds that version or a newer one."""

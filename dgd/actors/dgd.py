@@ -45,7 +45,7 @@ from dgd.actors.primary import FINALIZER, PrimaryWriter
 from dgd.actors.programs.component import ComponentProgram
 from dgd.actors.programs.grove import GroveProgram
 from dgd.actors.programs.result import Program
-from dgd.actors.reconciles import DGD_CONTROLLER, ReconcileObserver
+from dgd.actors.reconciles import DGD_CONTROLLER, ReconcileObserver, Workers
 from dgd.actors.recorder import Recorder
 from dgd.actors.runtime import (
     Actor,
@@ -129,8 +129,10 @@ class DGDActor(Actor[Nudge]):
         keys: Callable[[], KeyPair],
         retry: Backoff = RETRY_BACKOFF,
         reconciles: ReconcileObserver | None = None,
+        workers: Workers | None = None,
     ) -> None:
         self._reconciles = reconciles
+        self._workers = workers
         self._namespace = namespace
         self._name = name
         self._cluster = cluster
@@ -155,6 +157,14 @@ class DGDActor(Actor[Nudge]):
 
     async def receive(self, message: Nudge) -> None:
         self._cancel_retry()
+        if self._workers is None:
+            await self._reconcile_and_report()
+            return
+        # Nudges that arrive while this waits for a worker coalesce into one more reconcile.
+        async with self._workers.slot():
+            await self._reconcile_and_report()
+
+    async def _reconcile_and_report(self) -> None:
         started = self.context.clock.now()
         result = "error"
         if self._reconciles is not None:

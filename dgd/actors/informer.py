@@ -6,6 +6,11 @@ to the cache before telling the router about it. A watch the server closes is re
 resourceVersion seen; an expired one (``Gone``) is re-listed; any other API error is retried after
 a backoff. The same code serves every adapter of the port.
 
+Cluster-wide, one list-and-watch loop covers every namespace. Restricted to some namespaces, the
+informer runs one loop per namespace side by side (the API has no watch over a set of namespaces);
+each re-list replaces only its own namespace in the cache, and the kind counts as synced once every
+namespace was listed.
+
 The informer's one message runs for its whole life, so its spec should stop it brutally
 (``shutdown=0``): there is nothing to finish.
 """
@@ -13,8 +18,10 @@ The informer's one message runs for its whole life, so its spec should stop it b
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
+import anyio
 import msgspec
 
 from dgd.actors.cache import Cache
@@ -65,7 +72,7 @@ class Informer(Actor[Pump]):
         cluster: Cluster,
         cache: Cache,
         router: str,
-        namespace: str | None = None,
+        namespaces: Sequence[str] | None = None,
         label_selector: str | None = None,
         backoff: Backoff = RELIST_BACKOFF,
     ) -> None:
@@ -73,53 +80,68 @@ class Informer(Actor[Pump]):
         self._cluster = cluster
         self._cache = cache
         self._router_path = router
-        self._namespace = namespace
+        # None: one loop over every namespace; else one loop per namespace.
+        self._scopes: tuple[str | None, ...] = tuple(dict.fromkeys(namespaces)) if namespaces else (None,)
         self._selector = label_selector
         self._backoff = backoff
 
     async def on_start(self) -> None:
-        self._cache.serve(self._resource)
+        self._cache.serve(self._resource, self._scopes)
         self.context.ref.tell_nowait(Pump())
 
     async def receive(self, message: Pump) -> None:
         router: Ref[InformerNews] = Ref(self.context.system, self._router_path)
+        if len(self._scopes) == 1:
+            await self._follow(router, self._scopes[0])
+            return
+        async with anyio.create_task_group() as loops:
+            for scope in self._scopes:
+                loops.start_soon(self._follow, router, scope)
+
+    async def _follow(self, router: Ref[InformerNews], scope: str | None) -> None:
+        """List and watch ``scope`` (a namespace, ``None``: all of them) for ever."""
         rid = str(self._resource)
+        where = rid if scope is None else f"{rid} in {scope}"
         failures = 0
         while True:
             try:
-                version = await self._list(router, rid)
+                version = await self._list(router, rid, scope)
                 failures = 0
                 while True:
-                    version = await self._watch(router, rid, version)
+                    version = await self._watch(router, rid, scope, version)
             except Gone:
-                logger.info("%s: watch history expired; listing again", rid)
+                logger.info("%s: watch history expired; listing again", where)
             except ClusterError as error:
                 delay = self._backoff.delay(failures, self.context.random)
                 failures += 1
-                logger.warning("%s: %s; retrying in %.2fs", rid, error, delay)
+                logger.warning("%s: %s; retrying in %.2fs", where, error, delay)
                 await self.context.clock.sleep(delay)
 
-    async def _list(self, router: Ref[InformerNews], rid: str) -> str:
-        listing = await self._cluster.list(
-            self._resource, namespace=self._namespace, label_selector=self._selector
-        )
-        for change in self._cache.replace(self._resource, listing.items):
+    async def _list(self, router: Ref[InformerNews], rid: str, scope: str | None) -> str:
+        listing = await self._cluster.list(self._resource, namespace=scope, label_selector=self._selector)
+        for change in self._cache.replace(self._resource, listing.items, namespace=scope):
             await router.tell(Observed(rid, change.type, change.old, change.new, relisted=True))
         await router.tell(Synced(rid))
         return listing.resource_version
 
-    async def _watch(self, router: Ref[InformerNews], rid: str, version: str) -> str:
+    async def _watch(self, router: Ref[InformerNews], rid: str, scope: str | None, version: str) -> str:
         """Follow changes after ``version`` until the server ends the stream; returns the last version."""
         async with self._cluster.watch(
             self._resource,
-            namespace=self._namespace,
+            namespace=scope,
             label_selector=self._selector,
             resource_version=version,
             bookmarks=True,
         ) as watch:
             async for event in watch:
-                if event.type != "BOOKMARK":
-                    old = self._cache.apply(self._resource, event.type, event.object)
-                    await router.tell(Observed(rid, event.type, old, event.object))
+                # An event older than what a writer of ours already observed would take the cache
+                # back in time (and its next write would conflict): a later event brings the news.
+                if event.type == "BOOKMARK" or (
+                    event.type != "DELETED" and self._cache.outdated(self._resource, event.object)
+                ):
+                    version = event.resource_version
+                    continue
+                old = self._cache.apply(self._resource, event.type, event.object)
+                await router.tell(Observed(rid, event.type, old, event.object))
                 version = event.resource_version
         return version

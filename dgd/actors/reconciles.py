@@ -5,11 +5,20 @@ begins and ``reconcile_finished`` when it ends, with its result: ``success`` (co
 next event), ``requeue_after`` (converged, woken at a set time), ``requeue`` (failed in a way a retry may
 heal: retried after a backoff) or ``error`` (failed terminally, or crashed). The daemon's metrics
 implement the protocol; the simulation passes nothing.
+
+``Workers`` bounds how many DGD reconciles run at once (controller-runtime's
+``MaxConcurrentReconciles``): every DGD has its own actor, so without a bound a cold start with
+many DGDs begins all their reconciles together and, sharing the client's rate limit, finishes them
+all together at the very end. With a bound they finish in turn, first come first served.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Literal, Protocol
+
+import anyio
 
 Result = Literal["success", "requeue_after", "requeue", "error"]
 
@@ -27,3 +36,32 @@ class ReconcileObserver(Protocol):
         self, controller: str, namespace: str, name: str, result: str, seconds: float
     ) -> None:
         """It ended ``seconds`` later with ``result`` (see the module)."""
+
+
+class Workers:
+    """At most ``limit`` reconciles at once; the others wait their turn in arrival order. Made outside
+    an event loop, it takes its limiter from the loop of the first reconcile."""
+
+    def __init__(self, limit: int) -> None:
+        if limit < 1:
+            raise ValueError(f"the number of reconcile workers must be at least 1, not {limit}")
+        self.limit = limit
+        self._limiter: anyio.CapacityLimiter | None = None
+
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """Hold one worker for the block (waiting for one to be free first)."""
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(self.limit)
+        async with self._limiter:
+            yield
+
+    @property
+    def busy(self) -> int:
+        """Workers held now."""
+        return 0 if self._limiter is None else int(self._limiter.borrowed_tokens)
+
+    @property
+    def waiting(self) -> int:
+        """Reconciles waiting for a worker."""
+        return 0 if self._limiter is None else self._limiter.statistics().tasks_waiting

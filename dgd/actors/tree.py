@@ -28,7 +28,7 @@ from dgd.actors.dgd import DGDActor
 from dgd.actors.dgdsa import AdapterActor
 from dgd.actors.informer import Informer
 from dgd.actors.primary import PrimaryWriter
-from dgd.actors.reconciles import ReconcileObserver
+from dgd.actors.reconciles import ReconcileObserver, Workers
 from dgd.actors.recorder import Recorder
 from dgd.actors.router import DEFAULT_RESYNC, Router
 from dgd.actors.runtime import (
@@ -117,16 +117,24 @@ def operator_children(
     resync: float | None = DEFAULT_RESYNC,
     cache: Cache | None = None,
     reconciles: ReconcileObserver | None = None,
+    namespaces: Sequence[str] = (),
+    workers: Workers | None = None,
 ) -> Sequence[ChildSpec[Any]]:
     """The operator's actor tree (see the module); ``wall`` gives seconds since the epoch for
     timestamps; ``cache`` may be passed in to look at what the operator sees (tests);
-    ``reconciles`` hears about every reconcile (the daemon's metrics)."""
+    ``reconciles`` hears about every reconcile (the daemon's metrics). ``namespaces``: the namespaces
+    watched in namespace-restricted mode (default: ``namespace.restricted`` of ``config`` if set, else
+    every namespace); ``config.namespace.restricted`` must be set when they are given (it is the
+    restricted-mode switch). ``workers`` bounds the DGD reconciles that run at once (default: no
+    bound)."""
     shared = cache if cache is not None else Cache()
     reader = Reader(cluster, shared)
     recorder = Recorder(cluster, instance=instance, now=wall)
     syncer = Syncer(cluster, shared, recorder)
     primary = PrimaryWriter(cluster, shared)
-    namespace = config.namespace.restricted or None
+    if namespaces and not config.namespace.restricted:
+        raise ValueError("namespaces given in cluster-wide mode: set namespace.restricted as well")
+    scopes = tuple(namespaces) or ((config.namespace.restricted,) if config.namespace.restricted else None)
     kinds = watched(config)
 
     def dgd_actor(namespace: str, name: str) -> ChildSpec[Any]:
@@ -134,6 +142,7 @@ def operator_children(
             return DGDActor(
                 namespace, name, cluster=cluster, reader=reader, syncer=syncer, primary=primary,
                 recorder=recorder, config=config, wall=wall, keys=keys, reconciles=reconciles,
+                workers=workers,
             )  # fmt: skip
 
         return ChildSpec(f"{namespace}/{name}", build, Restart.TRANSIENT, shutdown=10.0)
@@ -159,7 +168,7 @@ def operator_children(
                 cluster=cluster,
                 cache=shared,
                 router=ROUTER,
-                namespace=namespace,
+                namespaces=scopes,
                 label_selector=SELECTORS.get(str(resource)),
             )
 

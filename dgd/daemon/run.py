@@ -33,6 +33,7 @@ import anyio
 import msgspec
 
 from dgd.actors.cache import Cache
+from dgd.actors.reconciles import Workers
 from dgd.actors.router import DEFAULT_RESYNC
 from dgd.actors.runtime import ActorSystem, Clock, LoopClock
 from dgd.actors.tree import operator_children, secure_keys, watched
@@ -62,6 +63,11 @@ class DaemonSettings(msgspec.Struct, frozen=True, kw_only=True):
     lease_namespace: str = RELEASE_NAMESPACE
     timing: LeaseTiming = LeaseTiming()
     shutdown_timeout: float = 30.0
+    #: The namespaces watched in namespace-restricted mode (empty: ``namespace.restricted`` of the
+    #: configuration, else every namespace).
+    namespaces: tuple[str, ...] = ()
+    #: How many DGD reconciles run at once (the others wait their turn, first come first served).
+    max_concurrent_reconciles: int = 10
 
 
 class Daemon:
@@ -195,6 +201,8 @@ class Daemon:
             resync=self._resync,
             cache=cache,
             reconciles=self.metrics,
+            namespaces=self.settings.namespaces,
+            workers=Workers(self.settings.max_concurrent_reconciles),
         )
         system = self.system = ActorSystem(
             children,

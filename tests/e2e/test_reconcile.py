@@ -7,7 +7,8 @@ from collections import Counter
 
 import pytest
 
-from tests.e2e.harness import Operators, Recorder, ServedCluster, agg, component_disagg, eventually
+from dgd.cluster.resources import NAMESPACE, SERVICE
+from tests.e2e.harness import DGDS, NS, Operators, Recorder, ServedCluster, agg, component_disagg, eventually
 
 pytestmark = pytest.mark.anyio
 
@@ -79,3 +80,34 @@ async def test_a_daemon_killed_mid_reconcile_restarts_and_converges_without_dupl
     assert recorder.deleted == []
     assert recorder.created == expected + 2  # and the namespace's planner ServiceAccount and RoleBinding
     assert await served.holder() == "second"
+
+
+async def test_a_daemon_restricted_to_two_namespaces_reconciles_only_there(
+    served: ServedCluster, operators: Operators
+) -> None:
+    # given namespaces team-b and team-c besides default, with examples/agg.yaml applied in all three
+    for namespace in ("team-b", "team-c"):
+        await served.observer.create(
+            NAMESPACE.as_raw(), {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+        )
+    for namespace in (NS, "team-b", "team-c"):
+        manifest = agg("demo")
+        manifest["metadata"]["namespace"] = namespace
+        await served.apply(manifest)
+
+    # when a daemon runs restricted to default and team-b
+    await operators.start("restricted", flags=("--namespace", NS, "--namespace", "team-b"))
+
+    # then the DGDs of both reach successful, and the one in team-c is never touched
+    async def state(namespace: str) -> str | None:
+        dgd = await served.observer.get(DGDS.key(namespace, "demo"))
+        return (dgd.get("status") or {}).get("state")
+
+    async def both_successful() -> bool:
+        return await state(NS) == await state("team-b") == "successful"
+
+    await eventually(both_successful, timeout=60, what="the DGDs in default and team-b are successful")
+    untouched = await served.observer.get(DGDS.key("team-c", "demo"))
+    assert "status" not in untouched and not untouched["metadata"].get("finalizers")
+    children = await served.observer.list(SERVICE.as_raw(), namespace="team-c")
+    assert children.items == []

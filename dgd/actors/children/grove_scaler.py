@@ -78,11 +78,11 @@ class GroveScaler(Actor[Scale]):
     async def _scale(self, key: ObjectKey[Any], target: int) -> tuple[int, int] | None:
         if target < 0:
             raise ValueError(f"negative replicas {target} for {key}")
-        cached = (
-            self._reader.cache.get(key.resource, key.namespace, key.name)
-            if self._reader.cache.caches(key.resource)
-            else None
-        )
+        cache = self._reader.cache
+        watched = cache.caches(key.resource) and cache.synced(key.resource)
+        cached = cache.get(key.resource, key.namespace, key.name) if watched else None
+        if watched and cached is None:
+            return None  # not created yet (or its creation not seen yet: that event nudges the DGD)
         if cached is not None and cached.spec.replicas == target:
             return None
         try:

@@ -63,14 +63,40 @@ def test_one_namespace_restricts_the_operator_to_it() -> None:
     assert settled.config.namespace.restricted == "team-a"
 
 
-def test_a_second_namespace_is_a_usage_error_naming_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
-    # when two namespaces are given
-    code = main(["run", "--namespace", "team-a", "--namespace", "team-b"])
+def test_repeated_namespaces_are_all_watched_in_restricted_mode() -> None:
+    # when --namespace is given three times, once twice over
+    settled = settle_flags("--namespace", "team-a", "--namespace", "team-b", "--namespace", "team-a")
 
-    # then the command refuses, saying what it can do instead
+    # then each is watched once, in order, and the first is the restricted-mode switch of the config
+    assert settled.settings.namespaces == ("team-a", "team-b")
+    assert settled.config.namespace.restricted == "team-a"
+
+
+def test_no_namespace_flag_leaves_the_config_in_charge() -> None:
+    # when no --namespace is given, then no namespace is imposed on the configuration
+    settled = settle_flags()
+
+    assert settled.settings.namespaces == ()
+    assert settled.config.namespace.restricted == ""
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("", "--namespace: '' is empty: a namespace name is required"),
+        ("Team_A", "--namespace: 'Team_A' is not a valid namespace name: lower-case letters, digits and '-'"),
+        ("a" * 64, f"--namespace: '{'a' * 64}' is 64 characters long: a namespace name has at most 63"),
+    ],
+)
+def test_a_bad_namespace_is_a_usage_error_naming_flag_and_value(
+    name: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # when a namespace name is not one, then the command refuses, naming the flag, the value and the rule
+    code = main(["run", "--namespace", "team-a", "--namespace", name])
+
     err = capsys.readouterr().err
     assert code == 2
-    assert "--namespace: the operator watches one namespace or every namespace, not 2 (team-a, team-b)" in err
+    assert message in err
 
 
 @pytest.mark.parametrize(
@@ -80,6 +106,7 @@ def test_a_second_namespace_is_a_usage_error_naming_the_flag(capsys: pytest.Capt
         (["--lease-duration", "5s"], "the lease duration must be longer than the renew deadline"),
         (["--shutdown-timeout", "0"], "--shutdown-timeout: '0' must be positive"),
         (["--metrics-addr", "localhost"], "--metrics-addr: 'localhost' is not [HOST]:PORT"),
+        (["--max-concurrent-reconciles", "0"], "--max-concurrent-reconciles: 0 must be at least 1"),
     ],
 )
 def test_bad_flags_are_usage_errors_naming_the_flag(argv: list[str], message: str) -> None:

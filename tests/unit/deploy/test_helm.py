@@ -64,7 +64,11 @@ def objects(documents: list[dict[str, Any]]) -> dict[tuple[str, str | None, str]
 CASES = {
     "defaults": ({}, generate.CLUSTER_WIDE),
     "restricted to its own namespace": ({"namespaces": [NAMESPACE]}, generate.RESTRICTED),
-    "restricted to another namespace": ({"namespaces": ["team-a"]}, generate.Install(watch="team-a")),
+    "restricted to another namespace": ({"namespaces": ["team-a"]}, generate.Install(watch=("team-a",))),
+    "restricted to two namespaces": (
+        {"namespaces": ["team-a", "team-b"]},
+        generate.Install(watch=("team-a", "team-b")),
+    ),
     "checkpoints on": ({"featureGates": {"checkpoint": True}}, generate.Install(checkpoint=True)),
     "grove off": ({"featureGates": {"grove": False}}, generate.Install(grove=False)),
     "one replica": ({"replicas": 1}, generate.Install(replicas=1)),
@@ -104,11 +108,50 @@ def test_the_chart_lints_without_warnings_or_errors() -> None:
     assert not [m for m in findings["messages"] if m["severity"] >= WARNING], findings
 
 
-def test_the_chart_refuses_more_than_one_namespace() -> None:
-    # when asked to watch two namespaces, then rendering fails and says why
+def test_two_watched_namespaces_become_two_namespace_flags_in_order(tmp_path: Path) -> None:
+    # given the chart restricted to two namespaces
+    documents = render({"namespaces": ["team-b", "team-a"]})
+    # when `dgd-operator run` settles the rendered arguments and configuration file
+    (container,) = find(documents, "Deployment", RELEASE)["spec"]["template"]["spec"]["containers"]
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        find(documents, "ConfigMap", f"{RELEASE}-config")["data"]["config.yaml"], encoding="utf-8"
+    )
+    parser = argparse.ArgumentParser()
+    add_command(parser.add_subparsers(dest="command"))
+    args = parser.parse_args([str(config) if a == generate.CONFIG_PATH else a for a in container["args"]])
+    settled = options(args)
+    # then the daemon watches both, in the order of the values, and the first is the config's switch
+    assert settled.settings.namespaces == ("team-b", "team-a")
+    assert settled.config.namespace.restricted == settled.config.mpi.ssh_secret_namespace == "team-b"
+
+
+NAME = "1 to 63 lowercase letters, digits or '-', starting and ending with a letter or digit"
+REFUSED = {
+    "an empty name": (["team-a", ""], f'namespaces[1]: "" is not a namespace name: {NAME}'),
+    "a name listed twice": (
+        ["team-a", "team-b", "team-a"],
+        'namespaces[2]: "team-a" is listed twice: list each watched namespace once',
+    ),
+    "a name that is not a DNS label": (
+        ["Team_A"],
+        f'namespaces[0]: "Team_A" is not a namespace name: {NAME}',
+    ),
+    "a string instead of a list": (
+        "team-a",
+        'namespaces: "team-a" is not a list: give a list of namespace names, or [] to watch every namespace',
+    ),
+}
+
+
+@pytest.mark.parametrize("case", REFUSED)
+def test_the_chart_refuses_namespaces_that_are_not_distinct_names(case: str) -> None:
+    # given a namespaces value the operator cannot watch
+    namespaces, message = REFUSED[case]
+    # when rendered, then rendering fails, naming the value and saying what is allowed
     with pytest.raises(helm.HelmError) as refused:
-        render({"namespaces": ["team-a", "team-b"]})
-    assert "one namespace or every namespace, not 2" in str(refused.value)
+        render({"namespaces": namespaces})
+    assert message in str(refused.value)
 
 
 def test_extra_configuration_is_merged_into_the_operators_config_file() -> None:

@@ -115,6 +115,61 @@ def test_the_restricted_bundle_watches_only_its_namespace_and_keeps_the_mpi_key_
     assert {wide.rbac.planner_cluster_role_name, wide.rbac.epp_cluster_role_name} <= roles
     # and the restricted one watches its own namespace, where its MPI key Secret lives too
     assert narrow.namespace.restricted == narrow.mpi.ssh_secret_namespace == generate.NAMESPACE
+    # and only the restricted Deployment names its watched namespace as a flag
+    wide_args, narrow_args = (
+        deployment(b)["spec"]["template"]["spec"]["containers"][0]["args"] for b in BUNDLES
+    )
+    assert "--namespace" not in wide_args
+    assert narrow_args.count("--namespace") == 1
+    assert narrow_args[narrow_args.index("--namespace") + 1] == generate.NAMESPACE
+
+
+def test_an_installation_watching_two_namespaces_grants_the_same_roles_in_each() -> None:
+    # given an installation restricted to two namespaces
+    install = generate.Install(watch=("team-a", "team-b"))
+    release = generate.RELEASE
+    # when its objects are made
+    documents = install.manifests()
+    # then nothing is cluster-scoped but the operator's own Namespace
+    assert {d["kind"] for d in documents if "namespace" not in d["metadata"]} == {"Namespace"}
+    # and each watched namespace holds the operator's two Roles, the planner's identity and their bindings
+    for namespace in install.watch:
+        objects = {
+            (d["kind"], d["metadata"]["name"]): d
+            for d in documents
+            if d["metadata"].get("namespace") == namespace
+        }
+        assert set(objects) == {
+            ("Role", release),
+            ("RoleBinding", release),
+            ("Role", f"{release}-delegated"),
+            ("RoleBinding", f"{release}-delegated"),
+            ("ServiceAccount", "planner-serviceaccount"),
+            ("Role", "planner-role"),
+            ("RoleBinding", "planner-binding"),
+        }
+        assert objects["Role", release]["rules"] == install.operator_rules()
+        assert objects["Role", f"{release}-delegated"]["rules"] == install.delegated_rules()
+        # bound to the operator's ServiceAccount in its own namespace, and to the planner's there
+        operator = {"kind": "ServiceAccount", "name": release, "namespace": generate.NAMESPACE}
+        assert objects["RoleBinding", release]["subjects"] == [operator]
+        assert objects["RoleBinding", f"{release}-delegated"]["subjects"] == [operator]
+        planner = {"kind": "ServiceAccount", "name": "planner-serviceaccount", "namespace": namespace}
+        assert objects["RoleBinding", "planner-binding"]["subjects"] == [planner]
+    # and the operator is given both namespaces in order, the first being its config's switch and MPI home
+    (container,) = find(documents, "Deployment", release)["spec"]["template"]["spec"]["containers"]
+    parser = argparse.ArgumentParser()
+    add_command(parser.add_subparsers(dest="command"))
+    assert parser.parse_args(container["args"]).namespace == ["team-a", "team-b"]
+    config = load_config(find(documents, "ConfigMap", f"{release}-config")["data"]["config.yaml"])
+    assert config.namespace.restricted == config.mpi.ssh_secret_namespace == "team-a"
+
+
+@pytest.mark.parametrize("watch", ["team-a", ("team-a", ""), ("team-a", "team-a")])
+def test_an_installation_refuses_a_watch_that_is_not_distinct_namespace_names(watch: Any) -> None:
+    # when an installation is asked to watch a bare string, an empty name or a name twice, then it refuses
+    with pytest.raises(ValueError, match="distinct, non-empty namespace names"):
+        generate.Install(watch=watch)
 
 
 @pytest.mark.parametrize("bundle", BUNDLES)

@@ -121,7 +121,7 @@ def derived(run: str) -> Needs:
     if run == "no-grove":
         return needs(exercise(config(generate.Install(grove=False), **INGRESS), COMPONENT_STORIES))
     assert run == "restricted"
-    install = generate.Install(watch=USER_NS)
+    install = generate.Install(watch=(USER_NS,))
     return needs(exercise(config(install, **INGRESS), RESTRICTED_STORIES))
 
 

@@ -9,12 +9,28 @@ app.kubernetes.io/name: dgd-operator
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
-{{/* The one namespace watched in namespace-restricted mode; empty in cluster-wide mode. */}}
-{{- define "dgd-operator.watch" -}}
-{{- if gt (len .Values.namespaces) 1 -}}
-{{- fail (printf "namespaces: the operator watches one namespace or every namespace, not %d" (len .Values.namespaces)) -}}
+{{/* The namespaces watched in namespace-restricted mode, in order, as a JSON list (read it with
+fromJsonArray); empty in cluster-wide mode. Rendering fails unless each is a namespace name, listed once. */}}
+{{- define "dgd-operator.namespaces" -}}
+{{- $namespaces := .Values.namespaces | default (list) -}}
+{{- if not (kindIs "slice" $namespaces) -}}
+{{- fail (printf "namespaces: %s is not a list: give a list of namespace names, or [] to watch every namespace" (toJson $namespaces)) -}}
 {{- end -}}
-{{- if .Values.namespaces -}}{{ first .Values.namespaces }}{{- end -}}
+{{- range $index, $namespace := $namespaces -}}
+{{- if not (and (kindIs "string" $namespace) (regexMatch "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$" (toString $namespace))) -}}
+{{- fail (printf "namespaces[%d]: %s is not a namespace name: 1 to 63 lowercase letters, digits or '-', starting and ending with a letter or digit ([] watches every namespace)" $index (toJson $namespace)) -}}
+{{- end -}}
+{{- if has $namespace (slice $namespaces 0 $index) -}}
+{{- fail (printf "namespaces[%d]: %s is listed twice: list each watched namespace once" $index (toJson $namespace)) -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $namespaces -}}
+{{- end -}}
+
+{{/* The first watched namespace: the restricted-mode switch of the operator's configuration
+(namespace.restricted) and where the MPI key Secret lives; empty in cluster-wide mode. */}}
+{{- define "dgd-operator.restricted" -}}
+{{- include "dgd-operator.namespaces" . | fromJsonArray | first | default "" -}}
 {{- end -}}
 
 {{/* The rules of the operator's own API calls (deploy/generate.py: OPERATOR_RULES and the gates). */}}
@@ -83,7 +99,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
   resources: [dynamocheckpoints]
   verbs: [create, get, list, watch, patch, delete]
 {{- end }}
-{{- if not (include "dgd-operator.watch" .) }}
+{{- if not (include "dgd-operator.restricted" .) }}
 - apiGroups: [rbac.authorization.k8s.io]
   resources: [rolebindings]
   verbs: [update, delete]
@@ -105,7 +121,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: [nvidia.com]
   resources: [dynamoworkermetadatas]
   verbs: [create, get, list, watch, update, patch, delete]
-{{- if not (include "dgd-operator.watch" .) }}
+{{- if not (include "dgd-operator.restricted" .) }}
 - apiGroups: [rbac.authorization.k8s.io]
   resources: [clusterroles]
   resourceNames: [{{ include "dgd-operator.fullname" . }}-planner]

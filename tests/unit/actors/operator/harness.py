@@ -21,6 +21,7 @@ import yaml
 
 from dgd.actors.cache import Cache
 from dgd.actors.dgd import Nudge
+from dgd.actors.reconciles import ReconcileObserver, Workers
 from dgd.actors.runtime import ActorSystem, CountingMetrics, ManualClock, Ref, settle
 from dgd.actors.tree import DGDS, operator_children
 from dgd.cluster.errors import NotFound
@@ -285,6 +286,9 @@ async def running_operator(
     resync: float | None = 600.0,
     cluster_role: bool = True,
     mpi_secret: bool = True,
+    namespaces: Sequence[str] = (),
+    reconciles: ReconcileObserver | None = None,
+    workers: Workers | None = None,
 ) -> AsyncIterator[Harness]:
     """A memory cluster with what a real one would have (the planner ClusterRole and the MPI key Secret
     our chart installs, unless turned off), and the operator running against it."""
@@ -296,7 +300,7 @@ async def running_operator(
     counting.__dict__.update(client.__dict__)
     counting.writes = Counter()
     effective = effective_config(config or OperatorConfig(), gates)
-    for ns in (NS, "dynamo-system"):
+    for ns in dict.fromkeys((NS, "dynamo-system", *namespaces)):
         await server.create(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     if cluster_role:
         await server.create(
@@ -326,7 +330,15 @@ async def running_operator(
     clock = ManualClock()
     harness = Harness(counting, server, cache, clock)
     children = operator_children(
-        counting, config=effective, wall=lambda: harness.now, keys=fake_keys, cache=cache, resync=resync
+        counting,
+        config=effective,
+        wall=lambda: harness.now,
+        keys=fake_keys,
+        cache=cache,
+        resync=resync,
+        namespaces=namespaces,
+        reconciles=reconciles,
+        workers=workers,
     )
     async with ActorSystem(children, clock=clock, random=random.Random(seed), metrics=metrics) as system:
         harness.system = system

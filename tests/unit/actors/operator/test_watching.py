@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import msgspec
 import pytest
 
+from dgd.actors.reconciles import Workers
 from dgd.actors.runtime import CountingMetrics
 from dgd.actors.tree import DGDS, INFORMERS
 from dgd.cluster.memory import MemoryCluster
-from dgd.cluster.resources import DGD
+from dgd.cluster.resources import DGD, NAMESPACE, SERVICE
+from dgd.messages.config import NamespaceConfig, OperatorConfig
 from dgd.messages.dgd import DynamoGraphDeployment
 from tests.unit.actors.operator.harness import NS, manifest, running_operator
 
@@ -95,3 +99,75 @@ async def test_nudges_that_arrive_during_a_reconcile_coalesce_into_one_more() ->
         # then they were one reconcile
         assert metrics.processed[ACTOR] == before + 1
         assert metrics.coalesced[ACTOR] == 49
+
+
+async def test_an_operator_restricted_to_two_namespaces_reconciles_there_and_nowhere_else() -> None:
+    # given an operator restricted to team-a and team-b, and a DGD in each of three namespaces
+    config = OperatorConfig(namespace=NamespaceConfig(restricted=NS))
+    async with running_operator(config=config, namespaces=(NS, "team-b")) as op:
+        team_c = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-c"}}
+        await op.cluster.create(NAMESPACE, team_c)
+        for namespace in (NS, "team-b", "team-c"):
+            await op.apply(manifest(namespace=namespace))
+
+        # then the two watched ones have their actors and a status, the third is left alone
+        for namespace in (NS, "team-b"):
+            assert op.system.lookup(f"{DGDS}/{namespace}/demo") is not None
+            dgd = await op.cluster.get(DGD.key(namespace, "demo"))
+            assert dgd.status is not None and dgd.status.state == "pending", namespace
+        assert op.system.lookup(f"{DGDS}/team-c/demo") is None
+        ignored = await op.cluster.get(DGD.key("team-c", "demo"))
+        assert ignored.status is None and not ignored.metadata.finalizers
+        # and the cache holds only what the watched namespaces have
+        assert {d.metadata.namespace for d in op.cache.list(DGD)} == {NS, "team-b"}
+        assert {s["metadata"]["namespace"] for s in op.cache.list(SERVICE)} == {NS, "team-b"}
+
+
+class Concurrency:
+    """A reconcile observer that keeps the most DGD reconciles seen at once, and the order they ended."""
+
+    def __init__(self) -> None:
+        self.active = 0
+        self.most = 0
+        self.started: list[str] = []
+        self.finished: list[str] = []
+
+    def reconcile_started(self, controller: str, namespace: str, name: str) -> None:
+        self.active += 1
+        self.most = max(self.most, self.active)
+        self.started.append(name)
+
+    def reconcile_finished(
+        self, controller: str, namespace: str, name: str, result: str, seconds: float
+    ) -> None:
+        self.active -= 1
+        self.finished.append(name)
+
+
+async def stored(names: list[str]) -> Callable[[MemoryCluster], Awaitable[None]]:
+    async def before(cluster: MemoryCluster) -> None:
+        for name in names:
+            await cluster.create(DGD, msgspec.convert(manifest(name=name), DynamoGraphDeployment))
+
+    return before
+
+
+@pytest.mark.parametrize(("workers", "most"), [(None, 8), (1, 1), (3, 3)])
+async def test_workers_bound_the_reconciles_at_once_and_serve_them_in_turn(
+    workers: int | None, most: int
+) -> None:
+    # given eight DGDs stored before the operator starts
+    names = [f"graph-{index}" for index in range(8)]
+    seen = Concurrency()
+
+    # when the operator starts with that many workers (None: no bound)
+    bound = Workers(workers) if workers else None
+    async with running_operator(before=await stored(names), reconciles=seen, workers=bound) as op:
+        # then every DGD was reconciled, never more of them at once than there are workers
+        for name in names:
+            assert (await op.cluster.get(DGD.key(NS, name))).status is not None, name
+        assert seen.most == most
+        if workers == 1:
+            # one at a time: each reconcile ends before the next begins
+            assert seen.started[: len(names)] == seen.finished[: len(names)]
+        assert bound is None or (bound.busy, bound.waiting) == (0, 0)

@@ -1,0 +1,83 @@
+"""The informers' cache: what a list replaces, and when a kind counts as synced."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dgd.actors.cache import Cache
+from dgd.cluster.resources import SERVICE
+
+pytestmark = pytest.mark.anyio
+
+
+def service(namespace: str, name: str, version: str = "1") -> dict[str, Any]:
+    return {"metadata": {"namespace": namespace, "name": name, "resourceVersion": version}}
+
+
+def names(cache: Cache) -> list[tuple[str, str]]:
+    return [(s["metadata"]["namespace"], s["metadata"]["name"]) for s in cache.list(SERVICE)]
+
+
+async def test_a_kind_listed_in_two_namespaces_is_synced_only_once_both_were_listed() -> None:
+    # given a cache serving services in two namespaces
+    cache = Cache()
+    cache.serve(SERVICE, ("a", "b"))
+
+    # when only the first namespace was listed, then the kind is not synced yet
+    cache.replace(SERVICE, [service("a", "x")], namespace="a")
+    assert not cache.synced(SERVICE) and not cache.all_synced()
+
+    # when the second was listed too, then it is
+    cache.replace(SERVICE, [service("b", "y")], namespace="b")
+    assert cache.synced(SERVICE) and cache.all_synced()
+    await cache.wait_synced()
+
+
+async def test_a_relist_of_one_namespace_replaces_only_that_namespace() -> None:
+    # given a synced cache of two namespaces
+    cache = Cache()
+    cache.serve(SERVICE, ("a", "b"))
+    cache.replace(SERVICE, [service("a", "x"), service("a", "gone")], namespace="a")
+    cache.replace(SERVICE, [service("b", "y")], namespace="b")
+
+    # when namespace a is listed again (after a 410), with one object deleted and one changed meanwhile
+    changes = cache.replace(SERVICE, [service("a", "x", version="2")], namespace="a")
+
+    # then only a's objects changed, and b's are kept
+    assert [(c.type, (c.old or c.new)["metadata"]["name"]) for c in changes] == [
+        ("MODIFIED", "x"),
+        ("DELETED", "gone"),
+    ]
+    assert names(cache) == [("a", "x"), ("b", "y")]
+    assert cache.synced(SERVICE)
+
+
+async def test_a_cluster_wide_relist_replaces_every_namespace() -> None:
+    # given a cache serving every namespace
+    cache = Cache()
+    cache.serve(SERVICE)
+    cache.replace(SERVICE, [service("a", "x"), service("b", "y")])
+    assert cache.synced(SERVICE)
+
+    # when listed again with b's object gone, then it is dropped
+    changes = cache.replace(SERVICE, [service("a", "x")])
+    assert [c.type for c in changes] == ["DELETED"]
+    assert names(cache) == [("a", "x")]
+
+
+async def test_a_watch_event_older_than_an_observed_write_is_outdated() -> None:
+    # given a cache that observed version 10 of a service this process wrote
+    cache = Cache()
+    cache.serve(SERVICE)
+    cache.replace(SERVICE, [service("a", "x", version="8")])
+    cache.observe(SERVICE, service("a", "x", version="10"))
+
+    # then the watch's events for versions 9 and 10 are outdated and current, and an unseen object is news
+    assert cache.outdated(SERVICE, service("a", "x", version="9"))
+    assert not cache.outdated(SERVICE, service("a", "x", version="10"))
+    assert not cache.outdated(SERVICE, service("a", "x", version="11"))
+    assert not cache.outdated(SERVICE, service("a", "new", version="3"))
+    # and opaque (non-numeric) versions are never judged older
+    assert not cache.outdated(SERVICE, service("a", "x", version="abc"))
