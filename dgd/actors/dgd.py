@@ -161,7 +161,7 @@ class DGDActor(Actor[Nudge]):
             await self._reconcile_and_report()
             return
         # Nudges that arrive while this waits for a worker coalesce into one more reconcile.
-        async with self._workers.slot():
+        async with self._workers.slot(f"{self._namespace}/{self._name}"):
             await self._reconcile_and_report()
 
     async def _reconcile_and_report(self) -> None:

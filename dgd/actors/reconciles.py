@@ -47,14 +47,28 @@ class Workers:
             raise ValueError(f"the number of reconcile workers must be at least 1, not {limit}")
         self.limit = limit
         self._limiter: anyio.CapacityLimiter | None = None
+        self._waiting: set[str] = set()
 
     @asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
-        """Hold one worker for the block (waiting for one to be free first)."""
+    async def slot(self, key: str) -> AsyncIterator[None]:
+        """Hold one worker for the block, waiting for one to be free first (meanwhile ``key``, the
+        ``namespace/name`` reconciled, is among ``queued``)."""
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(self.limit)
-        async with self._limiter:
+        self._waiting.add(key)
+        try:
+            await self._limiter.acquire()
+        finally:
+            self._waiting.discard(key)
+        try:
             yield
+        finally:
+            self._limiter.release()
+
+    @property
+    def queued(self) -> frozenset[str]:
+        """The keys waiting for a worker now."""
+        return frozenset(self._waiting)
 
     @property
     def busy(self) -> int:
@@ -64,4 +78,4 @@ class Workers:
     @property
     def waiting(self) -> int:
         """Reconciles waiting for a worker."""
-        return 0 if self._limiter is None else self._limiter.statistics().tasks_waiting
+        return len(self._waiting)

@@ -37,6 +37,7 @@ from prometheus_client import Counter as PromCounter
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from dgd.actors.reconciles import Workers
 from dgd.actors.runtime import ActorSystem, Clock, DeadLetter
 from dgd.actors.tree import ADAPTERS, DGDS
 
@@ -86,6 +87,8 @@ class DaemonMetrics:
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
         self._clock = clock
         self._system: ActorSystem | None = None
+        #: The DGD reconcile workers of the bound system (their waiting keys are queued work).
+        self.workers: Workers | None = None
         self._exact = False
         self._since: dict[str, float] = {}
         self._busy: dict[str, str] = {}
@@ -174,9 +177,11 @@ class DaemonMetrics:
 
     # The actor system whose tree the gauges read.
 
-    def bind(self, system: ActorSystem | None) -> None:
-        """Read the per-kind gauges from ``system`` (``None``: the operator tree stopped)."""
+    def bind(self, system: ActorSystem | None, workers: Workers | None = None) -> None:
+        """Read the per-kind gauges from ``system`` (``None``: the operator tree stopped); the DGDs
+        waiting for one of ``workers`` count in the DGD controller's work queue depth."""
         self._system = system
+        self.workers = workers if system is not None else None
         if system is None:
             self._since.clear()
             self._busy.clear()
@@ -323,12 +328,17 @@ class _ActorGauges(Collector):
         queued: Counter[str] = Counter({controller: 0 for controller in CONTROLLERS})
         system = self._metrics.system
         if system is not None:
+            # A key is queued once, whether a nudge waits in its mailbox, it waits for a worker, or both.
+            waiting = self._metrics.workers.queued if self._metrics.workers is not None else frozenset()
             for info in system.tree():
                 actors[info.actor] += 1
                 depth[info.actor] += info.mailbox_depth
                 found = reconciler(info.path) if info.mailbox_depth else None
-                if found is not None:
+                if found is not None and not (
+                    found[0] == DGD_CONTROLLER and f"{found[1]}/{found[2]}" in waiting
+                ):
                     queued[found[0]] += 1
+            queued[DGD_CONTROLLER] += len(waiting)
             self._metrics.forget_gone()
         for (name, text, label), values in zip(_TREE_GAUGES, (actors, depth, queued), strict=True):
             family = GaugeMetricFamily(name, text, labels=[label])

@@ -192,6 +192,7 @@ class Daemon:
         cluster = InstrumentedCluster(
             self._cluster, requests=self.metrics.requested, activity=self.health.activity, fence=fence
         )
+        workers = Workers(self.settings.max_concurrent_reconciles)
         children = operator_children(
             cluster,
             config=self._config,
@@ -202,7 +203,7 @@ class Daemon:
             cache=cache,
             reconciles=self.metrics,
             namespaces=self.settings.namespaces,
-            workers=Workers(self.settings.max_concurrent_reconciles),
+            workers=workers,
         )
         system = self.system = ActorSystem(
             children,
@@ -211,7 +212,7 @@ class Daemon:
             metrics=self.metrics,
             shutdown_timeout=self.settings.shutdown_timeout,
         )
-        self.metrics.bind(system)
+        self.metrics.bind(system, workers)
         self.health.operator_started([str(r) for r in watched(self._config)], cache.all_synced)
         try:
             async with system:

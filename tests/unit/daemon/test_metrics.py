@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import aiohttp
+import anyio
 import msgspec
 import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from dgd.actors.dgd import Nudge
-from dgd.actors.runtime import ManualClock, settle
+from dgd.actors.reconciles import Workers
+from dgd.actors.runtime import ActorSystem, ManualClock, settle
 from dgd.actors.tree import DGDS
 from dgd.cluster.resources import DGD
 from dgd.daemon.metrics import DGD_CONTROLLER, DaemonMetrics
@@ -169,3 +171,30 @@ def test_escalations_and_restarts_are_counted() -> None:
 
 def _exposition(metrics: DaemonMetrics) -> str:
     return generate_latest(metrics.registry).decode()
+
+
+async def test_dgds_waiting_for_a_reconcile_worker_count_in_the_work_queue_depth() -> None:
+    metrics = DaemonMetrics(ManualClock())
+    workers = Workers(1)
+    release = anyio.Event()
+
+    async def reconcile(key: str) -> None:
+        async with workers.slot(key):
+            await release.wait()
+
+    async with ActorSystem([], clock=ManualClock()) as system, anyio.create_task_group() as tg:
+        metrics.bind(system, workers)
+        # given one DGD reconciling on the only worker and two more waiting for it
+        for key in (f"{NS}/a", f"{NS}/b", f"{NS}/c"):
+            tg.start_soon(reconcile, key)
+        await settle()
+
+        # when Prometheus scrapes, then the two waiting are the DGD controller's queue
+        samples = parse(_exposition(metrics))
+        assert value(samples, "workqueue_depth", name=DGD_CONTROLLER) == 2
+        assert workers.queued == {f"{NS}/b", f"{NS}/c"} and workers.busy == 1
+
+        # and once the worker is free and every one had its turn, nothing is queued
+        release.set()
+    samples = parse(_exposition(metrics))
+    assert value(samples, "workqueue_depth", name=DGD_CONTROLLER) == 0
