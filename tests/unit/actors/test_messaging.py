@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import logging
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
 import anyio
 import msgspec
 import pytest
@@ -15,6 +22,7 @@ from dgd.actors.runtime import (
     ChildSpec,
     Killed,
     ManualClock,
+    Request,
     Restart,
     UnknownMessage,
     settle,
@@ -34,6 +42,7 @@ from .cast import (
     Unrelated,
     Wait,
     WrongReply,
+    immediate,
     running,
     worker,
 )
@@ -294,3 +303,49 @@ async def test_a_crash_told_to_a_worker_does_not_reach_the_sender() -> None:
         # Then the sender carried on (tell is fire and forget) and the worker was restarted fresh
         assert await system.ref("/w").ask(GetTotal()) == Total(0)
         assert journal.starts() == ["/w", "/w"]
+
+
+class Payload:
+    """Something big a message carries (weakly referenceable, so the test can see it freed)."""
+
+
+class CarryAndCrash(Request[Total], frozen=True):
+    payload: Any
+
+
+class Carrier(Actor[CarryAndCrash]):
+    async def receive(self, message: CarryAndCrash) -> Total:
+        raise RuntimeError("crashed while carrying")
+
+
+@pytest.fixture
+def unlogged() -> Iterator[None]:
+    """No log records for the test: pytest's capture keeps every record, and a crash's record holds
+    its traceback (the very frames under test)."""
+    logging.disable(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logging.disable(logging.NOTSET)
+
+
+@pytest.mark.usefixtures("unlogged")
+async def test_crashed_asks_do_not_keep_what_their_messages_carried() -> None:
+    # Given an actor that crashes on every ask (and is restarted each time)
+    async with running([ChildSpec("carrier", Carrier)], supervision=immediate(intensity=100)) as system:
+        ref = system.ref("/carrier")
+        alive: list[weakref.ref[Payload]] = []
+
+        # When it is asked twenty times, each message carrying a payload of its own
+        for _ in range(20):
+            payload = Payload()
+            alive.append(weakref.ref(payload))
+            with contextlib.suppress(ActorCrashed):
+                await ref.ask(CarryAndCrash(payload), timeout=60)
+            del payload
+            await settle()
+
+        # Then, once collected, at most the last crash's payload is still held (by the crash record the
+        # supervisor keeps): the rest were freed, with the envelopes and tracebacks that reached them
+        gc.collect()
+        assert sum(1 for ref_ in alive if ref_() is not None) <= 1
