@@ -14,7 +14,11 @@ pod through its life in cluster time:
    deletionTimestamp (still holding their node) for ``termination_delay``, then reach phase
    ``Succeeded`` and are released. A pod deleted before binding is released at once.
 
-The pool is one root: every pass reads all pods, so capacity is decided from one consistent view.
+Every pod is a root of its own, reconciled from a fresh read of that pod alone, so the cost of a
+change does not grow with the number of pods. Admission under a ``capacity`` is the exception: it
+is decided by one more root, the pool, whose pass reads every pod, so room is counted from one
+consistent view; a pending pod and a released one nudge it. Without a capacity a pending pod is
+admitted by its own reconcile.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dgd.cluster.clock import rfc3339
+from dgd.cluster.errors import NotFound
 from dgd.cluster.resources import POD, ObjectKey
 from dgd.messages.base import JSONObject
 from dgd.messages.meta import OwnerReference
@@ -133,32 +138,46 @@ class PodLifecycle(WorldController):
     """Admits, binds, starts and terminates every pod of the cluster (see the module)."""
 
     def watches(self) -> Sequence[Watch]:
-        return [Watch(POD, route=lambda _pod: _POOL)]
+        return [Watch(POD, route=_route)]
 
     async def roots(self) -> list[Nudge]:
-        return [_POOL]
+        pods = (await self.cluster.list(POD)).items
+        return [_route(pod) for pod in pods] + [_POOL]
 
     async def reconcile(self, namespace: str | None, name: str) -> float | None:
+        if (namespace, name) == (_POOL.namespace, _POOL.name):
+            return await self._admit_in_turn()
         settings, now = self.settings, self.clock()
+        try:
+            pod = await self.cluster.get(POD.key(namespace, name))
+        except NotFound:
+            return None
+        if is_deleting(pod):
+            due = await self._terminate(pod, settings, now)
+            if due is None and settings.capacity is not None:
+                await self.context.ref.tell(_POOL)  # released: room for a pending pod
+            return due
+        if is_bound(pod) and is_active(pod):
+            return await self._start(pod, settings, now)
+        if _is_pending(pod):
+            if settings.capacity is None:
+                return await self._admit(pod, settings, now)
+            await self.context.ref.tell(_POOL)
+        return None
+
+    async def _admit_in_turn(self) -> float | None:
+        """Admit pending pods oldest first, while there is room (the capacity's one consistent view)."""
+        settings, now = self.settings, self.clock()
+        if settings.capacity is None:
+            return None
         pods = (await self.cluster.list(POD)).items
+        room = settings.capacity - sum(1 for pod in pods if is_bound(pod) and not is_terminal(pod))
         due: list[float | None] = []
-        # Terminate deleted pods first: that frees room for the pending ones.
-        for pod in pods:
-            if is_deleting(pod):
-                due.append(await self._terminate(pod, settings, now))
-        # Start the pods already bound.
-        for pod in pods:
-            if is_bound(pod) and is_active(pod):
-                due.append(await self._start(pod, settings, now))
-        # Admit pending pods oldest first, while there is room.
-        holding = sum(1 for pod in pods if is_bound(pod) and not is_terminal(pod))
-        room = None if settings.capacity is None else settings.capacity - holding
         for pod in sorted((pod for pod in pods if _is_pending(pod)), key=_arrival):
-            if room is not None and room <= 0:
+            if room <= 0:
                 await self._hold(pod, now)
                 continue
-            if room is not None:
-                room -= 1
+            room -= 1
             due.append(await self._admit(pod, settings, now))
         return earliest(*due)
 
@@ -222,6 +241,10 @@ def ready_status(pod: JSONObject, now: float) -> JSONObject:
     """The status the kubelet writes when ``pod`` is Running and Ready at ``now`` (a trace's
     ``pods_ready`` world event writes it before ``ready_delay`` is up)."""
     return _status(pod, phase="Running", ready=True, now=now)
+
+
+def _route(pod: JSONObject) -> Nudge:
+    return Nudge(metadata(pod).get("namespace"), str(metadata(pod).get("name")))
 
 
 def _is_pending(pod: JSONObject) -> bool:
