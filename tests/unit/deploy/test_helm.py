@@ -169,13 +169,15 @@ def test_extra_configuration_is_merged_into_the_operators_config_file() -> None:
     )
 
 
-def test_timing_values_become_flags_the_daemon_accepts(tmp_path: Path) -> None:
-    # given faster leader election and a longer drain
+def test_timing_and_throughput_values_become_flags_the_daemon_accepts(tmp_path: Path) -> None:
+    # given faster leader election, a longer drain, a higher rate limit and more reconcile workers
     values = {
         "leaderElection": {"leaseDuration": "30s", "renewDeadline": "20s", "retryPeriod": "4s"},
         "shutdownTimeout": "60s",
         "terminationGracePeriodSeconds": 90,
         "logFormat": "text",
+        "client": {"qps": 100, "burst": "150"},
+        "maxConcurrentReconciles": 32,
     }
     documents = render(values)
     deployment = find(documents, "Deployment", RELEASE)
@@ -193,5 +195,6 @@ def test_timing_values_become_flags_the_daemon_accepts(tmp_path: Path) -> None:
     timing = settled.settings.timing
     assert (timing.duration, timing.renew_deadline, timing.retry_period) == (30.0, 20.0, 4.0)
     assert settled.settings.shutdown_timeout == 60.0 and settled.log_format == "text"
+    assert (settled.qps, settled.burst, settled.settings.max_concurrent_reconciles) == (100.0, 150, 32)
     grace = deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
     assert grace >= settled.settings.shutdown_timeout + timing.renew_deadline
