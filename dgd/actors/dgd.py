@@ -160,9 +160,11 @@ class DGDActor(Actor[Nudge]):
         if self._workers is None:
             await self._reconcile_and_report()
             return
-        # Nudges that arrive while this waits for a worker coalesce into one more reconcile.
-        async with self._workers.slot(f"{self._namespace}/{self._name}"):
-            await self._reconcile_and_report()
+        # Nudges that arrive while this waits for a worker coalesce into one more reconcile; none is
+        # granted once the operator drains.
+        async with self._workers.slot(f"{self._namespace}/{self._name}") as granted:
+            if granted:
+                await self._reconcile_and_report()
 
     async def _reconcile_and_report(self) -> None:
         started = self.context.clock.now()

@@ -224,6 +224,7 @@ class Daemon:
                     return EXIT_FAILED
                 self.health.role = Role.STOPPING
                 logger.info("stopping: draining within %gs", self.settings.shutdown_timeout)
+                workers.close()  # reconciles under way finish; those waiting for a worker never start
                 await self._drain(system, lost)
         except Exception as failure:
             logger.critical("the operator failed: %r", failure, exc_info=failure)

@@ -179,7 +179,8 @@ async def test_dgds_waiting_for_a_reconcile_worker_count_in_the_work_queue_depth
     release = anyio.Event()
 
     async def reconcile(key: str) -> None:
-        async with workers.slot(key):
+        async with workers.slot(key) as granted:
+            assert granted
             await release.wait()
 
     async with ActorSystem([], clock=ManualClock()) as system, anyio.create_task_group() as tg:

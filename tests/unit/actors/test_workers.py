@@ -1,0 +1,70 @@
+"""Reconcile workers: a bound on reconciles at once, served in turn, closed by a drain."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from dgd.actors.reconciles import Workers
+from dgd.actors.runtime import settle
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_reconciles_get_the_workers_in_the_order_they_asked() -> None:
+    workers = Workers(1)
+    order: list[str] = []
+    gate = anyio.Event()
+
+    async def reconcile(key: str) -> None:
+        async with workers.slot(key) as granted:
+            assert granted
+            order.append(key)
+            await gate.wait()
+
+    async with anyio.create_task_group() as tg:
+        # given one reconcile holding the only worker and three more asking in turn
+        for key in ("a", "b", "c", "d"):
+            tg.start_soon(reconcile, key)
+            await settle()
+        assert order == ["a"] and workers.queued == {"b", "c", "d"}
+
+        # when the gate opens, then the others run one after another, first come first served
+        gate.set()
+    assert order == ["a", "b", "c", "d"] and workers.busy == 0
+
+
+async def test_closing_sends_waiting_reconciles_away_and_lets_running_ones_finish() -> None:
+    workers = Workers(1)
+    ran: list[str] = []
+    refused: list[str] = []
+    gate = anyio.Event()
+
+    async def reconcile(key: str) -> None:
+        async with workers.slot(key) as granted:
+            if not granted:
+                refused.append(key)
+                return
+            await gate.wait()
+            ran.append(key)
+
+    async with anyio.create_task_group() as tg:
+        # given one reconcile running and two waiting for the only worker
+        for key in ("a", "b", "c"):
+            tg.start_soon(reconcile, key)
+        await settle()
+
+        # when the workers close (a drain), then the waiting ones are sent away at once
+        workers.close()
+        await settle()
+        assert sorted(refused) == ["b", "c"] and workers.queued == frozenset()
+
+        # and the running one finishes, while a reconcile asking afterwards gets no worker
+        gate.set()
+        tg.start_soon(reconcile, "d")
+    assert ran == ["a"] and sorted(refused) == ["b", "c", "d"] and workers.busy == 0
+
+
+def test_a_bound_below_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="at least 1, not 0"):
+        Workers(0)
