@@ -31,6 +31,7 @@ import msgspec
 import yaml
 from prometheus_client import disable_created_metrics
 
+from dgd.actors.reconciles import DEFAULT_WORKERS
 from dgd.actors.runtime import LoopClock
 from dgd.cluster.errors import ClusterError
 from dgd.cluster.protocol import Cluster
@@ -91,10 +92,10 @@ def add_command(commands: Any) -> None:
     cluster.add_argument(
         "--max-concurrent-reconciles",
         type=int,
-        default=10,
+        default=DEFAULT_WORKERS,
         metavar="N",
         help="how many DGDs are reconciled at once; the others wait their turn, first come first served "
-        "(default 10)",
+        f"(default {DEFAULT_WORKERS})",
     )
     cluster.add_argument("--config", metavar="FILE", type=Path, help="operator configuration file (YAML)")
 

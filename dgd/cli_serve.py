@@ -27,6 +27,7 @@ from typing import Any
 import anyio
 import msgspec
 
+from dgd.actors.reconciles import DEFAULT_WORKERS, Workers
 from dgd.actors.runtime import ActorSystem, ChildSpec, LoopClock, Supervision, Supervisor
 from dgd.actors.tree import operator_children
 from dgd.cluster.clock import wall_clock
@@ -229,5 +230,6 @@ class _Server:
                 wall=wall_clock,
                 instance="dgd-operator-sim",
                 keys=lambda: rsa_key_pair(keys),
+                workers=Workers(DEFAULT_WORKERS),
             )
         )

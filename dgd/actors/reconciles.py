@@ -22,6 +22,9 @@ import anyio
 
 Result = Literal["success", "requeue_after", "requeue", "error"]
 
+#: How many DGD reconciles run at once unless configured (``dgd-operator run --max-concurrent-reconciles``).
+DEFAULT_WORKERS = 10
+
 DGD_CONTROLLER = "dynamographdeployment"
 ADAPTER_CONTROLLER = "dynamographdeploymentscalingadapter"
 

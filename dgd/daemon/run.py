@@ -33,7 +33,7 @@ import anyio
 import msgspec
 
 from dgd.actors.cache import Cache
-from dgd.actors.reconciles import Workers
+from dgd.actors.reconciles import DEFAULT_WORKERS, Workers
 from dgd.actors.router import DEFAULT_RESYNC
 from dgd.actors.runtime import ActorSystem, Clock, LoopClock
 from dgd.actors.tree import operator_children, secure_keys, watched
@@ -67,7 +67,7 @@ class DaemonSettings(msgspec.Struct, frozen=True, kw_only=True):
     #: configuration, else every namespace).
     namespaces: tuple[str, ...] = ()
     #: How many DGD reconciles run at once (the others wait their turn, first come first served).
-    max_concurrent_reconciles: int = 10
+    max_concurrent_reconciles: int = DEFAULT_WORKERS
 
 
 class Daemon:

@@ -3,7 +3,8 @@
 ``simulated_operator(settings, seed=..., config=...)`` is a ``SimulatedCluster`` whose operator is the
 whole actor tree of ``dgd.actors.tree``, with its feature gates resolved against the simulated
 cluster's discovery (``GateError`` on entering if the configuration cannot start), cluster time for
-timestamps, and MPI SSH keys from a generator seeded with ``seed`` — so one seed gives one run.
+timestamps, and MPI SSH keys from a generator seeded with ``seed`` — so one seed gives one run. Its DGD
+reconciles share as many workers as the daemon's by default (``workers``; ``None``: no bound).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from dgd.actors.reconciles import ReconcileObserver
+from dgd.actors.reconciles import DEFAULT_WORKERS, ReconcileObserver, Workers
 from dgd.actors.runtime import ChildSpec, Metrics
 from dgd.actors.tree import operator_children
 from dgd.cluster.protocol import Cluster
@@ -33,6 +34,7 @@ def simulated_operator(
     config: OperatorConfig,
     metrics: Metrics | None = None,
     reconciles: ReconcileObserver | None = None,
+    workers: int | None = DEFAULT_WORKERS,
 ) -> SimulatedCluster:
     """A simulated cluster running the operator (see the module); enter it to start both."""
     holder: list[SimulatedCluster] = []
@@ -48,6 +50,7 @@ def simulated_operator(
             instance=INSTANCE,
             keys=lambda: rsa_key_pair(keys),
             reconciles=reconciles,
+            workers=Workers(workers) if workers is not None else None,
         )
 
     sim = SimulatedCluster(settings, seed=seed, config=config, operator=operator, metrics=metrics)
