@@ -68,3 +68,25 @@ async def test_closing_sends_waiting_reconciles_away_and_lets_running_ones_finis
 def test_a_bound_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 1, not 0"):
         Workers(0)
+
+
+async def test_a_reconcile_cancelled_while_holding_or_waiting_gives_its_place_back() -> None:
+    workers = Workers(1)
+
+    async def reconcile(key: str) -> None:
+        async with workers.slot(key):
+            await anyio.sleep_forever()
+
+    # given a reconcile holding the only worker and another waiting (their actors then killed)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(reconcile, "held")
+        tg.start_soon(reconcile, "waiting")
+        await settle()
+        assert workers.busy == 1 and workers.queued == {"waiting"}
+        tg.cancel_scope.cancel()
+
+    # then the worker is free and nobody is queued: the next reconcile gets it at once
+    assert workers.busy == 0 and workers.queued == frozenset()
+    with anyio.fail_after(10):  # a hang guard: a leaked worker would block here for ever
+        async with workers.slot("next") as granted:
+            assert granted
