@@ -64,6 +64,10 @@ _BY_KIND: dict[str, Resource[JSON]] = {
 }
 
 
+#: Seconds a planner ClusterRole found to exist is taken to exist without reading it again.
+ROLE_CHECK_PERIOD = 60.0
+
+
 class SharedEnsured(msgspec.Struct, frozen=True):
     """The shared resources are in place; ``objects`` names what this DGD needs (``Kind name``)."""
 
@@ -136,7 +140,10 @@ class SharedResources(Actor[EnsureShared]):
         role = self._config.rbac.planner_cluster_role_name
         if not role:
             raise _Missing("planner ClusterRole name is required in cluster-wide mode")
-        if await self._reader.get(CLUSTER_ROLE.key(None, role)) is None:
+        # Read at most once per ROLE_CHECK_PERIOD for all DGDs: the operator's RBAC lets it get this one
+        # ClusterRole, not watch it.
+        now = self.context.clock.now()
+        if not await self._reader.exists(CLUSTER_ROLE.key(None, role), now=now, fresh_for=ROLE_CHECK_PERIOD):
             why = "ensure it is created by Helm before deploying components"
             raise _Missing(f'cluster role "{role}" does not exist: {why}')
         account, binding = planner_rbac(namespace, role)

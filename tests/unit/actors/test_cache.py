@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
-from dgd.actors.cache import Cache
-from dgd.cluster.resources import SERVICE
+from dgd.actors.cache import Cache, Reader
+from dgd.cluster.memory import MemoryCluster
+from dgd.cluster.protocol import Cluster
+from dgd.cluster.resources import CLUSTER_ROLE, SERVICE, ObjectKey
 
 pytestmark = pytest.mark.anyio
 
@@ -81,3 +83,39 @@ async def test_a_watch_event_older_than_an_observed_write_is_outdated() -> None:
     assert not cache.outdated(SERVICE, service("a", "new", version="3"))
     # and opaque (non-numeric) versions are never judged older
     assert not cache.outdated(SERVICE, service("a", "x", version="abc"))
+
+
+class CountingGets:
+    """A cluster port that counts its reads (enough of one for ``Reader.get``)."""
+
+    def __init__(self, cluster: MemoryCluster) -> None:
+        self.cluster = cluster
+        self.gets = 0
+
+    async def get(self, key: ObjectKey[Any]) -> Any:
+        self.gets += 1
+        return await self.cluster.get(key)
+
+
+ROLE = CLUSTER_ROLE.key(None, "planner")
+
+
+async def test_an_unwatched_object_found_to_exist_is_read_again_only_after_the_period() -> None:
+    # given a ClusterRole (a kind the cache does not watch) and a reader over a counting client
+    server = MemoryCluster()
+    await server.create(CLUSTER_ROLE, {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                                       "metadata": {"name": "planner"}})  # fmt: skip
+    api = CountingGets(server)
+    reader = Reader(cast(Cluster, api), Cache())
+
+    # when two reconcilers ask within the period, then one read answers both
+    assert await reader.exists(ROLE, now=100.0, fresh_for=60.0)
+    assert await reader.exists(ROLE, now=159.0, fresh_for=60.0)
+    assert api.gets == 1
+
+    # when it is deleted, then the next read after the period notices, and "no" is asked again every time
+    await server.delete(ROLE)
+    assert await reader.exists(ROLE, now=159.9, fresh_for=60.0)
+    assert not await reader.exists(ROLE, now=160.0, fresh_for=60.0)
+    assert not await reader.exists(ROLE, now=160.0, fresh_for=60.0)
+    assert api.gets == 3
