@@ -164,6 +164,14 @@ def add_command(commands: Any) -> None:
         "(default 30s)",
     )
     process.add_argument(
+        "--record",
+        metavar="FILE",
+        type=Path,
+        help="write what users do to the cluster's graphs while this runs as a trace that `dgd-operator "
+        "sim replay` replays (DGD and adapter changes the operator did not make); written when the "
+        "daemon stops",
+    )
+    process.add_argument(
         "--instance",
         metavar="ID",
         help="this replica's identity in the Lease and in Events (default: HOSTNAME-PID)",
@@ -185,6 +193,7 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     burst: int
     log_format: Format
     log_level: str
+    record: Path | None = None
 
 
 def options(args: argparse.Namespace) -> Options:
@@ -254,6 +263,7 @@ def options(args: argparse.Namespace) -> Options:
         burst=args.burst,
         log_format=log_format,
         log_level=log_level,
+        record=_record_path(args.record),
     )
 
 
@@ -279,6 +289,18 @@ def _duration(flag: str, text: str) -> float:
     if seconds <= 0:
         raise Usage(f"{flag}: {text!r} must be positive")
     return seconds
+
+
+def _record_path(path: Path | None) -> Path | None:
+    """``--record``'s file, checked writable now rather than found unwritable at the end."""
+    if path is None:
+        return None
+    try:
+        with path.open("ab"):
+            pass
+    except OSError as exc:
+        raise Usage(f"--record: {path}: {exc.strerror or exc}") from exc
+    return path
 
 
 def _namespace_problem(name: str) -> str:
@@ -350,8 +372,18 @@ async def serve(
         print(f"dgd-operator run: error: the operator cannot start: {exc}", file=sys.stderr)
         return EXIT_FAILED
     config = effective_config(settled.config, gates)
+    recorder = None
+    if settled.record is not None:
+        from dgd.daemon.recorder import DaemonRecorder
+
+        recorder = DaemonRecorder(settled.record, config=config, clock=anyio.current_time)
     daemon = Daemon(
-        cluster, config=config, settings=settled.settings, metrics=metrics, election_cluster=election_cluster
+        cluster,
+        config=config,
+        settings=settled.settings,
+        metrics=metrics,
+        election_cluster=election_cluster,
+        recorder=recorder,
     )
     async with anyio.create_task_group() as tg:
         tg.start_soon(_signals, daemon)

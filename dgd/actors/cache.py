@@ -12,7 +12,7 @@ consistent snapshot of one object.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar, cast
 
 import anyio
@@ -68,6 +68,10 @@ def _newer(candidate: str, current: str) -> bool:
     return candidate != current
 
 
+#: Hears ``(resource id, event type, old, new)`` for every change an informer caches.
+Listener = Callable[[str, str, Any, Any], None]
+
+
 class Cache:
     """Objects by resource, namespace and name. Only informers fill it (and writers ``observe``)."""
 
@@ -78,6 +82,16 @@ class Cache:
         self._unlisted: dict[str, set[str | None]] = {}
         # resource -> controller uid -> names of the objects it controls.
         self._controlled: dict[str, dict[str, set[_Name]]] = {}
+        self._listeners: list[Listener] = []
+
+    def listen(self, listener: Listener) -> None:
+        """Tell ``listener`` every change the informers bring, as it is cached (not what ``observe``
+        records: those are this process's own writes)."""
+        self._listeners.append(listener)
+
+    def _tell(self, rid: str, event_type: str, old: Any, new: Any) -> None:
+        for listener in self._listeners:
+            listener(rid, event_type, old, new)
 
     def serve(self, resource: Resource[Any], scopes: Iterable[str | None] = (None,)) -> None:
         """Start caching ``resource`` (its informer calls this before its first list), listed in the
@@ -177,6 +191,8 @@ class Cache:
         for key in sorted(before.keys() - seen):
             self._drop(rid, key)
             changes.append(Change("DELETED", before[key], None))
+        for change in changes:
+            self._tell(rid, change.type, change.old, change.new)
         unlisted = self._unlisted.get(rid)
         if unlisted is not None:
             unlisted.discard(namespace)
@@ -190,10 +206,17 @@ class Cache:
         rid = str(resource)
         namespace, name, _ = _meta(obj)
         if event_type == "DELETED":
-            return self._drop(rid, (namespace, name))
-        old = self._objects.setdefault(rid, {}).get((namespace, name))
-        self._store(rid, (namespace, name), obj)
+            old = self._drop(rid, (namespace, name))
+        else:
+            old = self._objects.setdefault(rid, {}).get((namespace, name))
+            self._store(rid, (namespace, name), obj)
+        self._tell(rid, event_type, old, obj)
         return old
+
+    def passed_over(self, resource: Resource[Any], event_type: str, obj: Any) -> None:
+        """Tell the listeners of a watch event the cache does not apply (``outdated``): a recorder
+        still wants to know that version existed."""
+        self._tell(str(resource), event_type, None, obj)
 
     def outdated(self, resource: Resource[Any], obj: Any) -> bool:
         """Whether the cache already holds a newer version of ``obj`` than ``obj`` (one a writer

@@ -136,9 +136,11 @@ class Informer(Actor[Pump]):
             async for event in watch:
                 # An event older than what a writer of ours already observed would take the cache
                 # back in time (and its next write would conflict): a later event brings the news.
-                if event.type == "BOOKMARK" or (
-                    event.type != "DELETED" and self._cache.outdated(self._resource, event.object)
-                ):
+                if event.type == "BOOKMARK":
+                    version = event.resource_version
+                    continue
+                if event.type != "DELETED" and self._cache.outdated(self._resource, event.object):
+                    self._cache.passed_over(self._resource, event.type, event.object)
                     version = event.resource_version
                     continue
                 old = self._cache.apply(self._resource, event.type, event.object)

@@ -10,7 +10,10 @@
   idle one;
 * with a ``Fence``, no write leaves the process once the fence is closed: it raises ``NotLeader``
   instead. Closing is synchronous, so the moment a leader learns it lost its lease, its writes stop,
-  before any task has been cancelled.
+  before any task has been cancelled;
+* with a ``WriteObserver``, every write is announced before it is sent and its answer (the object
+  written, ``None`` if it failed) told after, with the object it targets (``run --record`` tells the
+  operator's own changes from everyone else's this way).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import Generic, Self, TypeVar
+from typing import Any, Generic, Protocol, Self, TypeVar
 
 from dgd.cluster.errors import ClusterError
 from dgd.cluster.protocol import (
@@ -43,6 +46,27 @@ RequestSink = Callable[[str, str], None]
 ActivitySink = Callable[[str], None]
 
 
+#: The object a write targets: resource id (``plural.group``), namespace, name.
+Target = tuple[str, str | None, str]
+
+
+class WriteObserver(Protocol):
+    """Hears about every write of an ``InstrumentedCluster``."""
+
+    def writing(self, target: Target) -> None:
+        """A write of ``target`` is about to be sent."""
+
+    def written(self, target: Target, result: object | None) -> None:
+        """It ended: ``result`` is what the server answered (``None``: the write failed)."""
+
+
+def _target(resource: Resource[Any], obj: Any) -> Target:
+    if isinstance(obj, dict):
+        metadata = obj.get("metadata") or {}
+        return str(resource), metadata.get("namespace"), str(metadata.get("name") or "")
+    return str(resource), obj.metadata.namespace, obj.metadata.name or ""
+
+
 class NotLeader(ClusterError):
     """A write refused inside this process: it lost its lease, so it may not write any more."""
 
@@ -58,6 +82,10 @@ class Fence:
 
     def close(self) -> None:
         self.closed = True
+
+
+def _key_target(key: ObjectKey[Any]) -> Target:
+    return str(key.resource), key.namespace, key.name
 
 
 def _code(error: BaseException) -> str:
@@ -79,11 +107,13 @@ class InstrumentedCluster:
         requests: RequestSink,
         activity: ActivitySink = _ignore,
         fence: Fence | None = None,
+        writes: WriteObserver | None = None,
     ) -> None:
         self._inner = inner
         self._requests = requests
         self._activity = activity
         self._fence = fence
+        self._writes = writes
 
     def _check_fence(self, what: str) -> None:
         if self._fence is not None and self._fence.closed:
@@ -134,17 +164,16 @@ class InstrumentedCluster:
 
     async def create(self, resource: Resource[T], obj: T) -> T:
         self._check_fence(f"create {resource.kind}")
-        return await self._write("POST", "201", self._inner.create(resource, obj))
+        return await self._write("POST", "201", self._inner.create(resource, obj), _target(resource, obj))
 
     async def replace(self, resource: Resource[T], obj: T) -> T:
         self._check_fence(f"update {resource.kind}")
-        return await self._write("PUT", "200", self._inner.replace(resource, obj))
+        return await self._write("PUT", "200", self._inner.replace(resource, obj), _target(resource, obj))
 
     async def patch(self, key: ObjectKey[T], patch: JSONObject, *, resource_version: str | None = None) -> T:
         self._check_fence(f"patch {key}")
-        return await self._write(
-            "PATCH", "200", self._inner.patch(key, patch, resource_version=resource_version)
-        )
+        call = self._inner.patch(key, patch, resource_version=resource_version)
+        return await self._write("PATCH", "200", call, _key_target(key))
 
     async def delete(
         self,
@@ -155,18 +184,19 @@ class InstrumentedCluster:
     ) -> T | None:
         self._check_fence(f"delete {key}")
         call = self._inner.delete(key, propagation=propagation, preconditions=preconditions)
-        return await self._write("DELETE", "200", call)
+        return await self._write("DELETE", "200", call, _key_target(key))
 
     async def replace_status(self, resource: Resource[T], obj: T) -> T:
         self._check_fence(f"update {resource.kind} status")
-        return await self._write("PUT", "200", self._inner.replace_status(resource, obj))
+        call = self._inner.replace_status(resource, obj)
+        return await self._write("PUT", "200", call, _target(resource, obj))
 
     async def patch_status(
         self, key: ObjectKey[T], patch: JSONObject, *, resource_version: str | None = None
     ) -> T:
         self._check_fence(f"patch {key} status")
         call = self._inner.patch_status(key, patch, resource_version=resource_version)
-        return await self._write("PATCH", "200", call)
+        return await self._write("PATCH", "200", call, _key_target(key))
 
     async def get_scale(self, key: ObjectKey[T]) -> Scale:
         try:
@@ -179,18 +209,25 @@ class InstrumentedCluster:
 
     async def replace_scale(self, key: ObjectKey[T], scale: Scale) -> Scale:
         self._check_fence(f"scale {key}")
-        return await self._write("PUT", "200", self._inner.replace_scale(key, scale))
+        return await self._write("PUT", "200", self._inner.replace_scale(key, scale), _key_target(key))
 
     async def emit(self, event: Event) -> Event:
         self._check_fence("emit Event")
-        return await self._write("POST", "201", self._inner.emit(event))
+        return await self._write("POST", "201", self._inner.emit(event), None)
 
-    async def _write(self, method: str, ok: str, call: Awaitable[R]) -> R:
+    async def _write(self, method: str, ok: str, call: Awaitable[R], target: Target | None) -> R:
+        observer = self._writes if target is not None else None
+        if observer is not None and target is not None:
+            observer.writing(target)
+        result: R | None = None
         try:
             result = await call
         except Exception as error:
             self._requests(method, _code(error))
             raise
+        finally:
+            if observer is not None and target is not None:
+                observer.written(target, result)
         self._requests(method, ok)
         return result
 

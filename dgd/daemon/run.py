@@ -28,6 +28,7 @@ import random as random_module
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING
 
 import anyio
 import msgspec
@@ -46,6 +47,9 @@ from dgd.daemon.rest_client import Fence, InstrumentedCluster
 from dgd.daemon.servers import Server, metrics_app, parse_address, probes_app
 from dgd.domain.ssh_keys import KeyPair
 from dgd.messages.config import RELEASE_NAMESPACE, OperatorConfig
+
+if TYPE_CHECKING:  # the recorder brings the simulation's trace code: imported only by `run --record`
+    from dgd.daemon.recorder import DaemonRecorder
 
 logger = logging.getLogger("dgd.daemon")
 
@@ -92,6 +96,7 @@ class Daemon:
         metrics: DaemonMetrics | None = None,
         health: Health | None = None,
         election_cluster: Cluster | None = None,
+        recorder: DaemonRecorder | None = None,
     ) -> None:
         self._cluster = cluster
         self._election_cluster = election_cluster or cluster
@@ -111,6 +116,8 @@ class Daemon:
         self.probe_port: int | None = None
         self.elector: LeaderElector | None = None
         self.system: ActorSystem | None = None
+        #: Hears users' changes while the operator runs (``run --record``); saved when it ends.
+        self.recorder = recorder
 
     def stop(self) -> None:
         """Ask for a graceful stop (idempotent; safe from a signal handler's task)."""
@@ -128,7 +135,18 @@ class Daemon:
                 finally:
                     self.health.role = Role.STOPPING
                     tg.cancel_scope.cancel()
+                    self._save_recording()
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _save_recording(self) -> None:
+        if self.recorder is None:
+            return
+        try:
+            self.recorder.save()
+        except OSError as error:
+            logger.error("the recording could not be written to %s: %s", self.recorder.path, error)
+        else:
+            logger.info("recording written to %s", self.recorder.path)
 
     async def _serve(self, stack: AsyncExitStack, address: str, what: str) -> int | None:
         where = parse_address(address)
@@ -189,8 +207,14 @@ class Daemon:
     async def _operate(self, fence: Fence, lost: anyio.Event) -> int:
         """Run the operator tree until asked to stop (drain) or the lease is lost (cancel)."""
         cache = Cache()
+        if self.recorder is not None:
+            cache.listen(self.recorder.hear)
         cluster = InstrumentedCluster(
-            self._cluster, requests=self.metrics.requested, activity=self.health.activity, fence=fence
+            self._cluster,
+            requests=self.metrics.requested,
+            activity=self.health.activity,
+            fence=fence,
+            writes=self.recorder,
         )
         workers = Workers(self.settings.max_concurrent_reconciles)
         children = operator_children(

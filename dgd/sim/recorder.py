@@ -105,25 +105,7 @@ class TraceRecorder:
 
     def trace(self, dgds: list[JSONObject]) -> Trace:
         """The recording so far, ending with one expectation per DGD in ``dgds`` (their final state)."""
-        end = round(self._sim.elapsed(), 6)
-        finals: list[Record] = []
-        for dgd in dgds:
-            status, metadata = dgd.get("status") or {}, dgd["metadata"]
-            if not status.get("state"):
-                continue
-            ready = next((c for c in status.get("conditions") or () if c.get("type") == "Ready"), None)
-            target = ObjectRef(dgd["apiVersion"], dgd["kind"], metadata["name"], metadata.get("namespace"))
-            finals.append(
-                Expect(
-                    at=end,
-                    target=target,
-                    state=status["state"],
-                    condition="Ready" if ready is not None else None,
-                    status=ready.get("status") if ready is not None else None,
-                    reason=ready.get("reason") if ready is not None else None,
-                    name=f"{metadata.get('namespace')}/{metadata['name']} ends {status['state']}",
-                )
-            )
+        finals = final_expectations(dgds, round(self._sim.elapsed(), 6))
         records = sorted(self._records, key=lambda record: record.at)
         return Trace(self._header, (*records, *finals))
 
@@ -150,9 +132,9 @@ class TraceRecorder:
             # A child whose owner is gone or going was deleted by the garbage collector, not the user.
             owner = _controller_uid(obj)
             collected = owner is not None and self._deleting.get(owner, True)
-            return None if collected else Delete(at=at, target=_ref(obj))
+            return None if collected else Delete(at=at, target=ref_of(obj))
         if change.type == "ADDED":
-            return Apply(at=at, object=_manifest(obj))
+            return Apply(at=at, object=manifest_of(obj))
         if change.type != "MODIFIED" or change.prev is None:
             return None
         before = change.prev.data
@@ -160,9 +142,34 @@ class TraceRecorder:
             patch = merge_patch.diff(
                 {"status": before.get("status") or {}}, {"status": obj.get("status") or {}}
             )
-            return Patch(at=at, target=_ref(obj), patch=patch, subresource="status")
-        patch = merge_patch.diff(_manifest(before), _manifest(obj))
-        return Patch(at=at, target=_ref(obj), patch=patch) if patch else None
+            return Patch(at=at, target=ref_of(obj), patch=patch, subresource="status")
+        patch = merge_patch.diff(manifest_of(before), manifest_of(obj))
+        return Patch(at=at, target=ref_of(obj), patch=patch) if patch else None
+
+
+def final_expectations(dgds: list[JSONObject], at: float, *, by: float | None = None) -> list[Record]:
+    """One ``expect`` per DGD of ``dgds`` that has a state: that state and its Ready condition, at
+    ``at`` (or, with ``by``, at some time up to ``by``)."""
+    finals: list[Record] = []
+    for dgd in dgds:
+        status, metadata = dgd.get("status") or {}, dgd["metadata"]
+        if not status.get("state"):
+            continue
+        ready = next((c for c in status.get("conditions") or () if c.get("type") == "Ready"), None)
+        target = ObjectRef(dgd["apiVersion"], dgd["kind"], metadata["name"], metadata.get("namespace"))
+        finals.append(
+            Expect(
+                at=at,
+                by=by,
+                target=target,
+                state=status["state"],
+                condition="Ready" if ready is not None else None,
+                status=ready.get("status") if ready is not None else None,
+                reason=ready.get("reason") if ready is not None else None,
+                name=f"{metadata.get('namespace')}/{metadata['name']} ends {status['state']}",
+            )
+        )
+    return finals
 
 
 def settings_dict(settings: WorldSettings) -> dict[str, Any]:
@@ -177,7 +184,7 @@ def settings_dict(settings: WorldSettings) -> dict[str, Any]:
     return out
 
 
-def _manifest(obj: JSONObject) -> JSONObject:
+def manifest_of(obj: JSONObject) -> JSONObject:
     """``obj`` as a user would write it: without status and the metadata only the server writes."""
     manifest: JSONObject = msgspec.json.decode(msgspec.json.encode(obj))
     manifest.pop("status", None)
@@ -187,7 +194,7 @@ def _manifest(obj: JSONObject) -> JSONObject:
     return manifest
 
 
-def _ref(obj: JSONObject) -> ObjectRef:
+def ref_of(obj: JSONObject) -> ObjectRef:
     metadata = obj["metadata"]
     resource = kind_of(obj)
     namespace = metadata.get("namespace") if resource is None or resource.namespaced else None

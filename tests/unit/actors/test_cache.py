@@ -119,3 +119,27 @@ async def test_an_unwatched_object_found_to_exist_is_read_again_only_after_the_p
     assert not await reader.exists(ROLE, now=160.0, fresh_for=60.0)
     assert not await reader.exists(ROLE, now=160.0, fresh_for=60.0)
     assert api.gets == 3
+
+
+async def test_listeners_hear_every_cached_change_and_the_events_passed_over_but_not_own_writes() -> None:
+    heard: list[tuple[str, str | None, str | None]] = []
+    cache = Cache()
+    cache.listen(lambda rid, kind, old, new: heard.append((kind, _v(old), _v(new))))
+    cache.serve(SERVICE)
+    cache.replace(SERVICE, [service("a", "x", version="1")])
+    cache.apply(SERVICE, "MODIFIED", service("a", "x", version="2"))
+    cache.observe(SERVICE, service("a", "x", version="4"))  # a write of this process: not told
+    cache.passed_over(SERVICE, "MODIFIED", service("a", "x", version="3"))
+    cache.apply(SERVICE, "DELETED", service("a", "x", version="5"))
+
+    assert heard == [
+        ("ADDED", None, "1"),
+        ("MODIFIED", "1", "2"),
+        ("MODIFIED", None, "3"),
+        ("DELETED", "4", "5"),
+    ]
+    assert cache.list(SERVICE) == []
+
+
+def _v(obj: Any) -> str | None:
+    return None if obj is None else str(obj["metadata"]["resourceVersion"])

@@ -107,6 +107,10 @@ def test_a_bad_namespace_is_a_usage_error_naming_flag_and_value(
         (["--shutdown-timeout", "0"], "--shutdown-timeout: '0' must be positive"),
         (["--metrics-addr", "localhost"], "--metrics-addr: 'localhost' is not [HOST]:PORT"),
         (["--max-concurrent-reconciles", "0"], "--max-concurrent-reconciles: 0 must be at least 1"),
+        (
+            ["--record", "/no/such/dir/trace.jsonl"],
+            "--record: /no/such/dir/trace.jsonl: No such file or directory",
+        ),
     ],
 )
 def test_bad_flags_are_usage_errors_naming_the_flag(argv: list[str], message: str) -> None:
