@@ -29,7 +29,6 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-import msgspec
 from msgspec import structs
 
 from dgd.actors.cache import Reader
@@ -45,18 +44,22 @@ from dgd.actors.primary import FINALIZER, PrimaryWriter
 from dgd.actors.programs.component import ComponentProgram
 from dgd.actors.programs.grove import GroveProgram
 from dgd.actors.programs.result import Program
-from dgd.actors.reconciles import DGD_CONTROLLER, ReconcileObserver, Workers
+from dgd.actors.reconciles import (
+    DGD_CONTROLLER,
+    RETRY_BACKOFF,
+    Nudge,
+    ReconcileObserver,
+    Reconciler,
+    Workers,
+)
 from dgd.actors.recorder import Recorder
 from dgd.actors.runtime import (
-    Actor,
     Backoff,
     ChildSpec,
-    MailboxConfig,
     Ref,
     Restart,
     Strategy,
     Supervision,
-    Timer,
 )
 from dgd.actors.sync import Syncer
 from dgd.cluster.clock import rfc3339
@@ -90,10 +93,6 @@ def _field_order(error: FieldError) -> tuple[int, str]:
     return (0 if error.path.startswith("metadata") else 1), path
 
 
-class Nudge(msgspec.Struct, frozen=True):
-    """Reconcile soon. Any number of nudges waiting in the mailbox are one reconcile."""
-
-
 class Outcome(enum.Enum):
     """How a reconcile ended, which decides when the next one happens without a nudge."""
 
@@ -102,17 +101,15 @@ class Outcome(enum.Enum):
     WAIT = "wait"  #: failed terminally: wait for the DGD to change
 
 
-#: The backoff between reconciles of a DGD that keep failing.
-RETRY_BACKOFF = Backoff(initial=0.5, maximum=300.0, multiplier=2.0, jitter=0.1)
 #: How the DGD actor supervises its children.
 CHILD_SUPERVISION = Supervision(Strategy.ONE_FOR_ONE, intensity=10, period=60.0, backoff=Backoff(0.2, 10.0))
 
 
-class DGDActor(Actor[Nudge]):
+class DGDActor(Reconciler):
     """The actor of the DGD ``namespace/name``: the only writer of its status."""
 
-    mailbox = MailboxConfig(capacity=4, coalesce=lambda message: "reconcile")
     supervision = CHILD_SUPERVISION
+    controller = DGD_CONTROLLER
 
     def __init__(
         self,
@@ -131,10 +128,8 @@ class DGDActor(Actor[Nudge]):
         reconciles: ReconcileObserver | None = None,
         workers: Workers | None = None,
     ) -> None:
-        self._reconciles = reconciles
+        super().__init__(namespace, name, retry=retry, reconciles=reconciles)
         self._workers = workers
-        self._namespace = namespace
-        self._name = name
         self._cluster = cluster
         self._reader = reader
         self._syncer = syncer
@@ -143,20 +138,10 @@ class DGDActor(Actor[Nudge]):
         self._config = config
         self._wall = wall
         self._keys = keys
-        self._retry = retry
-        self._failures = 0
-        self._timer: Timer | None = None
         self._running: Program | None = None
 
-    async def on_start(self) -> None:
-        # Level-triggered: every incarnation starts with a reconcile from the cluster's state.
-        self.context.ref.tell_nowait(Nudge())
-
-    async def on_stop(self) -> None:
-        self._cancel_retry()
-
     async def receive(self, message: Nudge) -> None:
-        self._cancel_retry()
+        self._cancel_timer()
         if self._workers is None:
             await self._reconcile_and_report()
             return
@@ -167,11 +152,7 @@ class DGDActor(Actor[Nudge]):
                 await self._reconcile_and_report()
 
     async def _reconcile_and_report(self) -> None:
-        started = self.context.clock.now()
-        result = "error"
-        if self._reconciles is not None:
-            self._reconciles.reconcile_started(DGD_CONTROLLER, self._namespace, self._name)
-        try:
+        with self._reporting() as report:
             try:
                 outcome = await self._reconcile()
             except (ClusterError, ConflictingProviders) as error:
@@ -179,16 +160,12 @@ class DGDActor(Actor[Nudge]):
                 outcome = Outcome.RETRY
             if outcome is Outcome.RETRY:
                 self._schedule_retry()
-                result = "requeue"
+                report.result = "requeue"
             else:
-                self._failures = 0
+                self._succeeded()
                 woken = outcome is Outcome.DONE and self._timer is not None
-                result = "error" if outcome is Outcome.WAIT else ("requeue_after" if woken else "success")
-        finally:
-            if self._reconciles is not None:
-                elapsed = self.context.clock.now() - started
-                self._reconciles.reconcile_finished(
-                    DGD_CONTROLLER, self._namespace, self._name, result, elapsed
+                report.result = (
+                    "error" if outcome is Outcome.WAIT else ("requeue_after" if woken else "success")
                 )
 
     # The outer reconcile (§5), in order.
@@ -413,20 +390,3 @@ class DGDActor(Actor[Nudge]):
             await self._persist(dgd, status)
         except ClusterError as error:
             logger.info("%s/%s: status not written: %s", self._namespace, self._name, error)
-
-    # Retries.
-
-    def _schedule_retry(self) -> None:
-        delay = self._retry.delay(self._failures, self.context.random)
-        self._failures += 1
-        ref = self.context.ref
-        self._timer = self.context.clock.call_later(delay, lambda: ref.tell_nowait(Nudge()))
-
-    def _schedule_wake(self, delay: float) -> None:
-        ref = self.context.ref
-        self._timer = self.context.clock.call_later(delay, lambda: ref.tell_nowait(Nudge()))
-
-    def _cancel_retry(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None

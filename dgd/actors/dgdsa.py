@@ -33,10 +33,9 @@ import logging
 from collections.abc import Callable
 
 from dgd.actors.cache import Cache
-from dgd.actors.dgd import RETRY_BACKOFF, Nudge
-from dgd.actors.reconciles import ADAPTER_CONTROLLER, ReconcileObserver
+from dgd.actors.reconciles import ADAPTER_CONTROLLER, RETRY_BACKOFF, Nudge, ReconcileObserver, Reconciler
 from dgd.actors.recorder import Recorder
-from dgd.actors.runtime import Actor, Backoff, MailboxConfig, Timer
+from dgd.actors.runtime import Backoff
 from dgd.cluster.clock import rfc3339
 from dgd.cluster.errors import ClusterError, Conflict, NotFound
 from dgd.cluster.protocol import Cluster
@@ -60,11 +59,11 @@ logger = logging.getLogger("dgd.dgdsa")
 CONFLICT_ATTEMPTS = 5
 
 
-class AdapterActor(Actor[Nudge]):
+class AdapterActor(Reconciler):
     """The actor of the scaling adapter ``namespace/name``: the only writer of its status, and of its
     component's replicas in the DGD."""
 
-    mailbox = MailboxConfig(capacity=4, coalesce=lambda message: "reconcile")
+    controller = ADAPTER_CONTROLLER
 
     def __init__(
         self,
@@ -78,48 +77,26 @@ class AdapterActor(Actor[Nudge]):
         retry: Backoff = RETRY_BACKOFF,
         reconciles: ReconcileObserver | None = None,
     ) -> None:
-        self._reconciles = reconciles
-        self._namespace = namespace
-        self._name = name
+        super().__init__(namespace, name, retry=retry, reconciles=reconciles)
         self._cluster = cluster
         self._cache = cache
         self._wall = wall
         self._recorder = Recorder(cluster, instance=instance, now=wall)
-        self._retry = retry
-        self._failures = 0
-        self._timer: Timer | None = None
-
-    async def on_start(self) -> None:
-        # Level-triggered: every incarnation starts with a reconcile from the cluster's state.
-        self.context.ref.tell_nowait(Nudge())
-
-    async def on_stop(self) -> None:
-        self._cancel_retry()
 
     async def receive(self, message: Nudge) -> None:
-        self._cancel_retry()
-        started = self.context.clock.now()
-        result = "error"
-        if self._reconciles is not None:
-            self._reconciles.reconcile_started(ADAPTER_CONTROLLER, self._namespace, self._name)
-        try:
+        self._cancel_timer()
+        with self._reporting() as report:
             try:
                 converged = await self._reconcile()
             except ClusterError as error:
                 logger.info("%s/%s: reconcile failed, will retry: %s", self._namespace, self._name, error)
                 converged = False
             if converged:
-                self._failures = 0
-                result = "success"
+                self._succeeded()
+                report.result = "success"
             else:
                 self._schedule_retry()
-                result = "requeue"
-        finally:
-            if self._reconciles is not None:
-                elapsed = self.context.clock.now() - started
-                self._reconciles.reconcile_finished(
-                    ADAPTER_CONTROLLER, self._namespace, self._name, result, elapsed
-                )
+                report.result = "requeue"
 
     async def _reconcile(self) -> bool:
         """One pass of §13.3; ``False`` when it must be retried."""
@@ -196,16 +173,3 @@ class AdapterActor(Actor[Nudge]):
     async def _emit(self, adapter: Adapter, record: EventRecord) -> None:
         """Record an event about the adapter (best effort: a refusal is logged and dropped)."""
         await self._recorder.emit_regarding(adapter.metadata.namespace, adapter_reference(adapter), record)
-
-    # Retries.
-
-    def _schedule_retry(self) -> None:
-        delay = self._retry.delay(self._failures, self.context.random)
-        self._failures += 1
-        ref = self.context.ref
-        self._timer = self.context.clock.call_later(delay, lambda: ref.tell_nowait(Nudge()))
-
-    def _cancel_retry(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None

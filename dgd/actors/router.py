@@ -48,8 +48,8 @@ from typing import Any
 import msgspec
 
 from dgd.actors.cache import Cache
-from dgd.actors.dgd import Nudge
 from dgd.actors.informer import Observed, Synced
+from dgd.actors.reconciles import Nudge
 from dgd.actors.runtime import (
     Actor,
     ChildIds,

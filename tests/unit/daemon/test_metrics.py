@@ -9,8 +9,7 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from dgd.actors.dgd import Nudge
-from dgd.actors.reconciles import Workers
+from dgd.actors.reconciles import Nudge, Workers
 from dgd.actors.runtime import ActorSystem, ManualClock, settle
 from dgd.actors.tree import DGDS
 from dgd.cluster.resources import DGD

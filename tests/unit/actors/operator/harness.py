@@ -20,8 +20,7 @@ import msgspec
 import yaml
 
 from dgd.actors.cache import Cache
-from dgd.actors.dgd import Nudge
-from dgd.actors.reconciles import ReconcileObserver, Workers
+from dgd.actors.reconciles import Nudge, ReconcileObserver, Workers
 from dgd.actors.runtime import ActorSystem, CountingMetrics, ManualClock, Ref, settle
 from dgd.actors.tree import DGDS, operator_children
 from dgd.cluster.errors import NotFound
