@@ -280,6 +280,9 @@ class Namespaced:
     async def replace_scale(self, key: ObjectKey[T], scale: Scale) -> Scale:
         return await self._inner.replace_scale(key, scale)
 
+    async def bind(self, key: ObjectKey[T], node: str) -> None:
+        await self._inner.bind(key, node)
+
     async def emit(self, event: Event) -> Event:
         return await self._inner.emit(event)
 

@@ -91,7 +91,8 @@ class ResourceVerbs:
         if target.resource is CORE_EVENT:
             return await self._event_view(request, target)
         resource, method, sub = target.resource, request.method, target.subresource
-        if sub not in ("", "status", "scale") or (sub == "status" and not resource.status):
+        binding = sub == "binding" and (resource.group, resource.plural) == ("", "pods")
+        if (sub not in ("", "status", "scale") and not binding) or (sub == "status" and not resource.status):
             raise NotFound(f"the server could not find the requested resource ({resource} {sub})")
         if sub == "scale" and resource.scale is None:
             raise NotFound(f"the server could not find the requested resource ({resource} scale)")
@@ -107,6 +108,8 @@ class ResourceVerbs:
             }
         elif sub == "scale":
             handlers = {"GET": self._get_scale, "PUT": self._replace_scale, "PATCH": self._patch_scale}
+        elif binding:
+            handlers = {"POST": self._bind}
         else:
             handlers = {"GET": self._get, "PUT": self._replace, "PATCH": self._patch}
             if not sub:
@@ -270,6 +273,14 @@ class ResourceVerbs:
                 except NotFound:
                     continue
         return respond(success("", resource.group, resource.plural))
+
+    async def _bind(self, request: web.Request, target: Target) -> web.StreamResponse:
+        body = await object_body(request)
+        node = (body.get("target") or {}).get("name") if body.get("kind") == "Binding" else None
+        if not isinstance(node, str) or not node:
+            raise Invalid("a Binding with target.name (the node) is expected", bad_request=True)
+        await self.cluster.bind(target.key(), node)
+        return respond({"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201}, status=201)
 
     async def _get_scale(self, request: web.Request, target: Target) -> web.StreamResponse:
         return respond(await self.cluster.get_scale(target.key()))

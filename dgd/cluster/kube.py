@@ -270,6 +270,17 @@ class KubeCluster:
         data = await self._transport.request("PUT", url, subject, body=msgspec.to_builtins(scale))
         return msgspec.json.decode(data, type=Scale)
 
+    async def bind(self, key: ObjectKey[T], node: str) -> None:
+        subject = Subject(key.resource, key.namespace, key.name)
+        binding = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": key.name, "namespace": key.namespace},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        url = path(key.resource, key.namespace, key.name, "binding")
+        await self._transport.request("POST", url, subject, body=binding)
+
     async def emit(self, event: Event) -> Event:
         data = _to_json(event)
         metadata = data.setdefault("metadata", {})

@@ -241,6 +241,14 @@ class MemoryCluster:
         stored = self._server.update_scale(key.resource, key.namespace, key.name, replicas, version)
         return self._scale(key, stored)
 
+    async def bind(self, key: ObjectKey[T], node: str) -> None:
+        await self._request(
+            "create", key.resource, subresource="binding", namespace=key.namespace, name=key.name
+        )
+        if (key.resource.group, key.resource.plural) != ("", "pods"):
+            raise NotFound(f"the server could not find the requested resource ({key.resource} binding)")
+        self._server.bind(key.resource, key.namespace, key.name, node)
+
     async def emit(self, event: Event) -> Event:
         data = _to_json(event)
         metadata = data.setdefault("metadata", {})

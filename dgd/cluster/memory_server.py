@@ -180,6 +180,28 @@ class ApiServer:
         new = with_generation(resource, old, write_scale(resource.scale, current.thaw(), replicas))
         return self._write(resource, current, new)
 
+    def bind(self, resource: Resource[Any], namespace: str | None, name: str, node: str) -> Stored:
+        """Assign the pod to ``node`` (the ``binding`` subresource): ``spec.nodeName`` and a true
+        ``PodScheduled`` condition, as the API server's binding storage writes them."""
+        current = self.get(resource, namespace, name)
+        new = current.thaw()
+        spec = new.setdefault("spec", {})
+        if spec.get("nodeName"):
+            raise _conflict(
+                resource, current.key, f"pod {name} is already assigned to node {spec['nodeName']!r}"
+            )
+        if spec.get("schedulingGates"):
+            raise invalid(
+                resource, new["metadata"], [Cause("spec.schedulingGates", "a gated pod cannot be bound")]
+            )
+        if not node:
+            raise invalid(resource, new["metadata"], [Cause("target.name", "a node name is required")])
+        spec["nodeName"] = node
+        status = new.setdefault("status", {})
+        conditions = [c for c in status.get("conditions") or () if c.get("type") != "PodScheduled"]
+        status["conditions"] = [{"type": "PodScheduled", "status": "True"}, *conditions]
+        return self._write(resource, current, new)
+
     # The primitives the garbage collector shares.
 
     def delete_stored(self, current: Stored, propagation: str | None) -> Stored | None:

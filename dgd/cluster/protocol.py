@@ -15,6 +15,7 @@ same thing and raise the same errors (``dgd.cluster.errors``):
 ``patch_status``          ``PATCH  .../<plural>/<name>/status``
 ``get_scale``             ``GET    .../<plural>/<name>/scale``
 ``replace_scale``         ``PUT    .../<plural>/<name>/scale``
+``bind``                  ``POST   /api/v1/namespaces/<ns>/pods/<name>/binding``
 ``emit``                  ``POST   /apis/events.k8s.io/v1/namespaces/<ns>/events``
 ========================  =====================================================================
 
@@ -200,6 +201,11 @@ class Cluster(Protocol):
     async def replace_scale(self, key: ObjectKey[T], scale: Scale) -> Scale:
         """Set ``spec.replicas`` through the scale subresource; ``Conflict`` if
         ``scale.metadata.resource_version`` is set and stale."""
+        ...
+
+    async def bind(self, key: ObjectKey[T], node: str) -> None:
+        """Assign the pod ``key`` to ``node`` (a ``Binding``, as a scheduler does: ``spec.nodeName``
+        cannot be written any other way); ``Conflict`` if it is already assigned."""
         ...
 
     async def emit(self, event: Event) -> Event:

@@ -64,9 +64,22 @@ def prepare_update(resource: Resource[Any], old: JSONObject, new: JSONObject) ->
             name=old_meta["name"],
             causes=(Cause("metadata.finalizers", "no new finalizers can be added while deleting"),),
         )
+    if (resource.group, resource.plural) == ("", "pods") and _node(old) != _node(new):
+        raise Invalid(
+            f"Pod {old_meta['name']!r} is invalid: spec.nodeName: Forbidden: pod updates may not change "
+            "the node; a pod is assigned to one through its binding subresource",
+            kind=resource.kind,
+            namespace=old_meta.get("namespace"),
+            name=old_meta["name"],
+            causes=(Cause("spec.nodeName", "may not be changed by an update"),),
+        )
     if resource.status:
         _keep(old, new, ("status",))
     return with_generation(resource, old, new)
+
+
+def _node(pod: JSONObject) -> Any:
+    return (pod.get("spec") or {}).get("nodeName")
 
 
 def prepare_status_update(old: JSONObject, new: JSONObject) -> JSONObject:

@@ -211,6 +211,10 @@ class InstrumentedCluster:
         self._check_fence(f"scale {key}")
         return await self._write("PUT", "200", self._inner.replace_scale(key, scale), _key_target(key))
 
+    async def bind(self, key: ObjectKey[T], node: str) -> None:
+        self._check_fence(f"bind {key}")
+        await self._write("POST", "201", self._inner.bind(key, node), None)
+
     async def emit(self, event: Event) -> Event:
         self._check_fence("emit Event")
         return await self._write("POST", "201", self._inner.emit(event), None)

@@ -7,7 +7,7 @@ import pytest
 
 from dgd.cluster.errors import Conflict, Invalid, NotFound
 from dgd.cluster.protocol import Cluster
-from dgd.cluster.resources import CONFIG_MAP, DEPLOYMENT, DGD, DGDSA
+from dgd.cluster.resources import CONFIG_MAP, DEPLOYMENT, DGD, DGDSA, POD
 from dgd.messages.dgd import DGDStatus
 from tests.conformance.builders import NS, adapter, config_map, deployment, dgd
 
@@ -163,3 +163,35 @@ async def test_deployment_scale_reports_its_label_selector_in_string_form(cluste
     assert scale.spec.replicas == 2
     assert scale.status is not None and scale.status.replicas == 0  # status was dropped on create
     assert scale.status.selector == "app=web,tier in (edge,web)"
+
+
+def _pod(name: str, **spec: object) -> dict[str, object]:
+    container = {"name": "main", "image": "busybox"}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS},
+            "spec": {"containers": [container], **spec}}  # fmt: skip
+
+
+async def test_a_pod_is_bound_to_a_node_once_through_its_binding_subresource(cluster: Cluster) -> None:
+    """POST pods/<name>/binding sets spec.nodeName and PodScheduled; a second binding conflicts."""
+    await cluster.create(POD, _pod("worker"))
+
+    await cluster.bind(POD.key(NS, "worker"), "node-a")
+
+    bound = await cluster.get(POD.key(NS, "worker"))
+    assert bound["spec"]["nodeName"] == "node-a"
+    scheduled = [c for c in bound["status"]["conditions"] if c["type"] == "PodScheduled"]
+    assert [c["status"] for c in scheduled] == ["True"]
+    with pytest.raises(Conflict, match="already assigned to node"):
+        await cluster.bind(POD.key(NS, "worker"), "node-b")
+    with pytest.raises(NotFound):
+        await cluster.bind(POD.key(NS, "missing"), "node-a")
+
+
+async def test_an_update_cannot_assign_a_pod_to_a_node(cluster: Cluster) -> None:
+    """spec.nodeName changes only through a binding: a patch that sets it is refused."""
+    await cluster.create(POD, _pod("worker"))
+
+    with pytest.raises(Invalid, match=r"spec\.nodeName"):
+        await cluster.patch(POD.key(NS, "worker"), {"spec": {"nodeName": "node-a"}})
+
+    assert "nodeName" not in (await cluster.get(POD.key(NS, "worker")))["spec"]

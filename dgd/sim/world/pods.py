@@ -6,9 +6,9 @@ pod through its life in cluster time:
 1. **Admission and binding.** Pending pods are taken in creation order (then namespace and name).
    While the cluster has room (``capacity`` minus the pods bound and not yet terminal), a pod is
    admitted: Grove's scheduling gate is lifted (standing in for Grove's PodGang creation plus gang
-   scheduling), and ``schedule_delay`` after its creation it is bound (``spec.nodeName``,
-   ``PodScheduled=True``). A pod that does not fit keeps its gate, or, ungated, is marked
-   ``PodScheduled=False/Unschedulable``.
+   scheduling), and ``schedule_delay`` after its creation it is bound through its ``binding``
+   subresource, as a scheduler binds (``spec.nodeName``, ``PodScheduled=True``). A pod that does not
+   fit keeps its gate, or, ungated, is marked ``PodScheduled=False/Unschedulable``.
 2. **Start.** ``ready_delay`` after binding it is ``Running`` with ``Ready=True``.
 3. **Termination.** Deleted pods carry the simulated kubelet's finalizer, so they linger with a
    deletionTimestamp (still holding their node) for ``termination_delay``, then reach phase
@@ -211,7 +211,7 @@ class PodLifecycle(WorldController):
         bind_at = (parse_time(metadata(pod).get("creationTimestamp")) or now) + settings.schedule_delay
         if now + EPSILON < bind_at:
             return bind_at
-        await self.cluster.patch(_key(pod), {"spec": {"nodeName": NODE_NAME}})
+        await self.cluster.bind(_key(pod), NODE_NAME)
         stamp = rfc3339(now)
         scheduled = {"type": "PodScheduled", "status": "True", "lastTransitionTime": stamp}
         await self.cluster.patch_status(

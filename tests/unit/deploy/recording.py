@@ -177,6 +177,10 @@ class RecordingCluster:
         self._record("update", key.resource, key.namespace, key.name, subresource="scale", body=scale)
         return await self._inner.replace_scale(key, scale)
 
+    async def bind(self, key: ObjectKey[T], node: str) -> None:
+        self._record("create", key.resource, key.namespace, key.name, subresource="binding")
+        await self._inner.bind(key, node)
+
     async def emit(self, event: Event) -> Event:
         namespace = event.metadata.namespace or (event.regarding.namespace if event.regarding else None)
         self._record("create", EVENT, namespace, event.metadata.name, body=event)
