@@ -64,6 +64,7 @@ import anyio  # noqa: E402
 import yaml  # noqa: E402
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
+from dgd.actors.reconciles import DEFAULT_WORKERS  # noqa: E402
 from dgd.cluster.kube import KubeCluster  # noqa: E402
 from dgd.cluster.resources import DGD  # noqa: E402
 
@@ -388,8 +389,8 @@ def main() -> int:
     parser.add_argument(
         "--workers",
         type=int,
-        default=10,
-        help="the daemon's --max-concurrent-reconciles (default 10, its own)",
+        default=DEFAULT_WORKERS,
+        help=f"the daemon's --max-concurrent-reconciles (default {DEFAULT_WORKERS}, its own)",
     )
     parser.add_argument("--settle", type=float, default=10.0, help="quiet seconds that mean settled")
     parser.add_argument("--poll", type=float, default=0.25, help="seconds between metrics polls")
