@@ -20,11 +20,12 @@ run: $(STAMP)
 test: lint
 	$(BIN)/pytest -q
 
-## lint: ruff and mypy --strict
+## lint: ruff, mypy --strict and the import contracts (import-linter, pyproject.toml)
 lint: $(STAMP)
 	$(BIN)/ruff check dgd tests bench deploy
 	$(BIN)/ruff format --check dgd tests bench deploy
 	$(BIN)/mypy --strict dgd
+	$(BIN)/lint-imports --no-cache
 
 format: $(STAMP)
 	$(BIN)/ruff format dgd tests bench deploy

@@ -1,6 +1,6 @@
 """Throughput of the memory cluster adapter: create, get, merge patch, status update, watch fan-out.
 
-Every operation goes through the port (``dgd.cluster.memory.MemoryCluster``) exactly as an actor
+Every operation goes through the port (``dgd.cluster.memory.adapter.MemoryCluster``) exactly as an actor
 would call it: Struct in, JSON stored, Struct out, one event-loop turn per request, no faults. The
 object is an upstream DynamoGraphDeployment (``examples/backends/vllm/deploy/disagg.yaml``, 3
 components with pod templates) when the upstream tree is present, else a small synthetic one.
@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 import anyio  # noqa: E402
 import msgspec  # noqa: E402
 
-from dgd.cluster.memory import MemoryCluster  # noqa: E402
+from dgd.cluster.memory.adapter import MemoryCluster  # noqa: E402
 from dgd.cluster.resources import DGD  # noqa: E402
 from dgd.messages.dgd import API_VERSION, DGDSpec, DGDStatus, DynamoGraphDeployment  # noqa: E402
 from dgd.messages.meta import ObjectMeta  # noqa: E402

@@ -48,10 +48,10 @@ import yaml  # noqa: E402
 
 from dgd.actors.runtime import CountingMetrics  # noqa: E402
 from dgd.actors.tree import DGDS, operator_children  # noqa: E402
-from dgd.cluster.faults import Decision, Delay, Request  # noqa: E402
+from dgd.cluster.memory.faults import Decision, Delay, Request  # noqa: E402
 from dgd.cluster.protocol import Cluster  # noqa: E402
 from dgd.cluster.resources import DCD, DGD  # noqa: E402
-from dgd.domain.defaulting import ENABLE_GROVE  # noqa: E402
+from dgd.domain.admission.defaulting import ENABLE_GROVE  # noqa: E402
 from dgd.domain.gates import effective_config, resolve_gates, served_apis  # noqa: E402
 from dgd.domain.metadata_keys import WORKER_HASH  # noqa: E402
 from dgd.domain.worker_generation import CURRENT_WORKER_HASH_V2  # noqa: E402

@@ -2,7 +2,7 @@
 
 Every upstream DGD document (examples, fixtures, golden inputs; found by ``tests.upstream``) is
 serialized to JSON bytes once. v1alpha1 documents are first converted to v1beta1 (when
-``dgd.domain.conversion`` is importable), so every document decodes as a v1beta1
+``dgd.domain.conversion.dgd`` is importable), so every document decodes as a v1beta1
 ``DynamoGraphDeployment``. Then, in the same run, each document and the whole set are decoded many
 times with both decoders; each number is the best of several rounds, which filters out most noise
 from other processes.
@@ -68,9 +68,9 @@ def repetitions_for(blobs: list[bytes], min_round_seconds: float) -> int:
 
 
 def converter() -> Convert | None:
-    """The v1alpha1 -> v1beta1 conversion, ``None`` when ``dgd.domain.conversion`` is not importable."""
+    """The v1alpha1 -> v1beta1 conversion, ``None`` when ``dgd.domain.conversion.dgd`` is not importable."""
     try:
-        from dgd.domain.conversion import dgd_to_v1beta1
+        from dgd.domain.conversion.dgd import dgd_to_v1beta1
     except ImportError:
         return None
     return dgd_to_v1beta1

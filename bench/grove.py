@@ -41,7 +41,7 @@ import yaml  # noqa: E402
 
 from dgd.actors.runtime import CountingMetrics, Ref, StopChild, WhichChildren  # noqa: E402
 from dgd.actors.tree import DGDS, operator_children  # noqa: E402
-from dgd.cluster.faults import Delay  # noqa: E402
+from dgd.cluster.memory.faults import Delay  # noqa: E402
 from dgd.cluster.protocol import Cluster  # noqa: E402
 from dgd.cluster.resources import DGD  # noqa: E402
 from dgd.domain.gates import effective_config, resolve_gates, served_apis  # noqa: E402

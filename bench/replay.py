@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
 
-from dgd.messages.trace import (  # noqa: E402
+from dgd.messages.trace import (  # noqa: E402  # noqa: E402
     VERSION,
     ApiFault,
     Apply,
@@ -45,10 +45,11 @@ from dgd.messages.trace import (  # noqa: E402
     ObjectRef,
     Patch,
     Record,
+    Trace,
     WatchDrop,
+    write_trace,
 )
 from dgd.sim.replay import run_replay  # noqa: E402
-from dgd.sim.trace_io import Trace, write_trace  # noqa: E402
 
 DGD = ("nvidia.com/v1beta1", "DynamoGraphDeployment")
 ADAPTER = ("nvidia.com/v1beta1", "DynamoGraphDeploymentScalingAdapter")

@@ -33,14 +33,14 @@ from msgspec import structs
 
 from dgd.actors.cache import Reader
 from dgd.actors.children.checkpoint_storage import CheckpointStorage, FinalizeCheckpoints, ResolveCheckpoints
-from dgd.actors.children.failure import StepFailed
 from dgd.actors.children.grove_scaler import GroveScaler, Scale
 from dgd.actors.children.restart import ResolveRestart, RestartResolver
 from dgd.actors.children.rollout import Prepare, Rollout, ScaleOld
 from dgd.actors.children.scaling_adapters import ReconcileAdapters, ScalingAdapters
 from dgd.actors.children.shared_resources import EnsureShared, SharedResources
+from dgd.actors.children.step_failed import StepFailed
 from dgd.actors.children.topology_status import Project, TopologyStatus
-from dgd.actors.primary import FINALIZER, PrimaryWriter
+from dgd.actors.dgd_writer import FINALIZER, PrimaryWriter
 from dgd.actors.programs.component import ComponentProgram
 from dgd.actors.programs.grove import GroveProgram
 from dgd.actors.programs.result import Program
@@ -62,13 +62,14 @@ from dgd.actors.runtime import (
     Supervision,
 )
 from dgd.actors.sync import Syncer
-from dgd.cluster.clock import rfc3339
 from dgd.cluster.errors import ClusterError, NotFound
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import DCD, DGD, PCS
-from dgd.domain.defaulting import WORKLOAD_PROVIDER, default_in_memory
-from dgd.domain.errors import FieldError
+from dgd.domain.admission.defaulting import WORKLOAD_PROVIDER, default_in_memory
+from dgd.domain.admission.errors import FieldError
+from dgd.domain.admission.validation import validate_create
 from dgd.domain.events import EventRecord
+from dgd.domain.preflight import checkpoint_preflight
 from dgd.domain.projection import (
     FAILED_TO_HANDLE_FINALIZER,
     FAILED_TO_RECONCILE,
@@ -78,11 +79,10 @@ from dgd.domain.projection import (
     starting_status,
 )
 from dgd.domain.provider import COMPONENT, ConflictingProviders, adopt_provider, stored_provider
-from dgd.domain.ssh_keys import KeyPair
-from dgd.domain.support import checkpoint_preflight
-from dgd.domain.validation import validate_create
+from dgd.domain.render.ssh_keys import KeyPair
 from dgd.messages.config import OperatorConfig, progress_deadline
 from dgd.messages.dgd import DGDStatus, DynamoGraphDeployment
+from dgd.messages.timestamps import rfc3339
 
 logger = logging.getLogger("dgd.reconcile")
 

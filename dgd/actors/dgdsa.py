@@ -36,7 +36,6 @@ from dgd.actors.cache import Cache
 from dgd.actors.reconciles import ADAPTER_CONTROLLER, RETRY_BACKOFF, Nudge, ReconcileObserver, Reconciler
 from dgd.actors.recorder import Recorder
 from dgd.actors.runtime import Backoff
-from dgd.cluster.clock import rfc3339
 from dgd.cluster.errors import ClusterError, Conflict, NotFound
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import DGD, DGDSA
@@ -52,6 +51,7 @@ from dgd.domain.adapters import (
 from dgd.domain.events import EventRecord
 from dgd.messages.base import JSONObject
 from dgd.messages.dgdsa import DynamoGraphDeploymentScalingAdapter as Adapter
+from dgd.messages.timestamps import rfc3339
 
 logger = logging.getLogger("dgd.dgdsa")
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from dgd.cluster.clock import rfc3339_micro
 from dgd.cluster.errors import ClusterError
 from dgd.cluster.protocol import Cluster
 from dgd.domain.events import EventRecord
 from dgd.messages.dgd import API_VERSION, KIND, DynamoGraphDeployment
 from dgd.messages.meta import Event, ObjectMeta, ObjectReference
+from dgd.messages.timestamps import rfc3339_micro
 
 logger = logging.getLogger("dgd.events")
 

@@ -25,9 +25,9 @@ from typing import Any
 
 from dgd.actors.cache import Cache, Reader
 from dgd.actors.dgd import DGDActor
+from dgd.actors.dgd_writer import PrimaryWriter
 from dgd.actors.dgdsa import AdapterActor
 from dgd.actors.informer import Informer
-from dgd.actors.primary import PrimaryWriter
 from dgd.actors.reconciles import ReconcileObserver, Workers
 from dgd.actors.recorder import Recorder
 from dgd.actors.router import DEFAULT_RESYNC, Router
@@ -59,7 +59,7 @@ from dgd.cluster.resources import (
     Resource,
 )
 from dgd.domain.metadata_keys import COMPONENT_TYPE, GRAPH_NAME, SELECTOR
-from dgd.domain.ssh_keys import KeyPair, rsa_key_pair
+from dgd.domain.render.ssh_keys import KeyPair, rsa_key_pair
 from dgd.messages.component import WORKER_TYPES
 from dgd.messages.config import OperatorConfig
 

@@ -25,7 +25,6 @@ from contextlib import contextmanager
 import anyio
 
 from dgd.actors.runtime import Clock
-from dgd.cluster.clock import rfc3339_micro
 from dgd.cluster.errors import ClusterError, NotFound
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import LEASE
@@ -41,6 +40,7 @@ from dgd.daemon.lease import (
     released,
     renewal_lost,
 )
+from dgd.messages.timestamps import rfc3339_micro
 
 logger = logging.getLogger("dgd.election")
 

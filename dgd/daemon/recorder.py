@@ -7,7 +7,7 @@ after (``WriteObserver``), and the recorder hears every change the informers cac
 returned is the operator's; a change that arrives while the operator is writing that very object
 waits until the write has answered, then is judged the same way; anything else is someone else's —
 a user, ``kubectl``, an autoscaler, the planner — and becomes a record, as ``sim apply --record``
-makes them (``dgd.sim.recorder``):
+makes them (``dgd.sim.recorder``; both build records with ``dgd.messages.trace``):
 
 * a graph's object that appears (or is there when recording starts): ``apply`` of its manifest;
 * a change of its spec or metadata: ``patch`` (a merge patch of what changed); status changes are
@@ -39,9 +39,19 @@ from dgd.cluster.resources import CHECKPOINT, DGD, DGDSA
 from dgd.daemon.rest_client import Target
 from dgd.messages.base import JSONObject
 from dgd.messages.config import OperatorConfig
-from dgd.messages.trace import VERSION, Apply, Delete, Header, Patch, Record
-from dgd.sim.recorder import final_expectations, manifest_of, ref_of
-from dgd.sim.trace_io import Trace, write_trace
+from dgd.messages.trace import (
+    VERSION,
+    Apply,
+    Delete,
+    Header,
+    ObjectRef,
+    Patch,
+    Record,
+    Trace,
+    final_expectations,
+    manifest_of,
+    write_trace,
+)
 
 #: The kinds users make: the only ones recorded.
 RECORDED = frozenset(str(kind) for kind in (DGD, DGDSA, CHECKPOINT))
@@ -57,6 +67,14 @@ def _plain(obj: Any) -> JSONObject:
 
 def _version(obj: JSONObject) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def _ref(obj: JSONObject) -> ObjectRef:
+    """The trace's reference to ``obj`` (every recorded kind is namespaced)."""
+    metadata = obj["metadata"]
+    return ObjectRef(
+        str(obj["apiVersion"]), str(obj["kind"]), str(metadata["name"]), metadata.get("namespace")
+    )
 
 
 def _controller(obj: JSONObject) -> str | None:
@@ -162,13 +180,13 @@ class DaemonRecorder:
         if deleted_now:
             owner = _controller(obj)
             collected = owner is not None and self._deleting.get(owner, True)
-            return None if collected else Delete(at=at, target=ref_of(obj))
+            return None if collected else Delete(at=at, target=_ref(obj))
         if gone:
             return None
         if before is None:
             return Apply(at=at, object=manifest_of(obj))
         patch = merge_patch.diff(manifest_of(before), manifest_of(obj))
-        return Patch(at=at, target=ref_of(obj), patch=patch) if patch else None
+        return Patch(at=at, target=_ref(obj), patch=patch) if patch else None
 
     def _elapsed(self) -> float:
         return round(self._clock() - self._start, 6)

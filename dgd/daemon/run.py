@@ -45,10 +45,10 @@ from dgd.daemon.metrics import DaemonMetrics
 from dgd.daemon.probes import Health, Role
 from dgd.daemon.rest_client import Fence, InstrumentedCluster
 from dgd.daemon.servers import Server, metrics_app, parse_address, probes_app
-from dgd.domain.ssh_keys import KeyPair
+from dgd.domain.render.ssh_keys import KeyPair
 from dgd.messages.config import RELEASE_NAMESPACE, OperatorConfig
 
-if TYPE_CHECKING:  # the recorder brings the simulation's trace code: imported only by `run --record`
+if TYPE_CHECKING:  # imported only by `run --record`
     from dgd.daemon.recorder import DaemonRecorder
 
 logger = logging.getLogger("dgd.daemon")

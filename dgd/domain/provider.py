@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from dgd.domain.defaulting import WORKLOAD_PROVIDER, select_provider
+from dgd.domain.admission.defaulting import WORKLOAD_PROVIDER, select_provider
 from dgd.domain.projection import UNSUPPORTED_WORKLOAD_PROVIDER, Failure
 from dgd.messages.dgd import DynamoGraphDeployment
 from dgd.messages.meta import ObjectMeta

@@ -18,7 +18,7 @@ import msgspec
 
 from dgd.domain.metadata_keys import COMPONENT, WORKER_HASH
 from dgd.domain.naming import dynamo_namespace
-from dgd.domain.render_pcs import graph_pcs_name
+from dgd.domain.render.pcs import graph_pcs_name
 from dgd.domain.roles import uses_pcsg
 from dgd.messages.component import WORKER_TYPES, ComponentSpec
 from dgd.messages.dcd import DynamoComponentDeployment

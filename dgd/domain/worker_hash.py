@@ -19,7 +19,7 @@ import msgspec
 
 from dgd.domain.metadata_keys import ORIGIN_VERSION
 from dgd.domain.podtemplate import image_tag, main_container
-from dgd.domain.render_dcd import render_dcds
+from dgd.domain.render.dcd import render_dcds
 from dgd.domain.semver import parse_lenient
 from dgd.messages.component import WORKER_TYPES, ComponentSpec
 from dgd.messages.dgd import DynamoGraphDeployment

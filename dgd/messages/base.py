@@ -4,7 +4,7 @@ Every model is a frozen msgspec Struct whose Python attributes are snake_case an
 names are the exact camelCase names of the Kubernetes API. Optional fields default to ``None``
 and are omitted when encoding, so decoding a document and encoding it again gives back the same
 document (as JSON values). Unknown fields are ignored by decoding (objects from a newer API server
-still decode); input validation reports them separately (``dgd.domain.structure``).
+still decode); input validation reports them separately (``dgd.domain.admission.schema``).
 """
 
 from __future__ import annotations

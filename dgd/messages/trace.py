@@ -15,7 +15,11 @@ cluster time since the trace started. Records are replayed in order of ``at`` (t
 * ``expect``: at ``at`` (or by ``by``: at the latest), a field of an object equals a value, or a DGD's
   condition or state is what is expected.
 
-Unknown kinds and bad fields are errors naming the line; a trace of a newer version is refused.
+Unknown kinds and bad fields are errors naming the line (``dgd.sim.trace_io.read_trace``); a trace of a
+newer version is refused. ``write_trace`` is deterministic: the same ``Trace`` gives the same bytes
+(struct fields in their declared order, object keys sorted, defaults omitted). ``manifest_of`` and
+``final_expectations`` build records from objects as the API server serves them, for both recorders
+(the simulation's and ``run --record``).
 """
 
 from __future__ import annotations
@@ -184,3 +188,60 @@ Record = (
     | StaleReads
     | Expect
 )
+
+
+class Trace(msgspec.Struct, frozen=True):
+    """A whole trace: its header and its records, in file order."""
+
+    header: Header
+    records: tuple[Record, ...]
+
+
+_ENCODER = msgspec.json.Encoder(order="deterministic")
+
+#: Metadata only the server writes.
+_SERVER_FIELDS = (
+    "uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp",
+    "deletionGracePeriodSeconds", "managedFields", "selfLink",
+)  # fmt: skip
+
+
+def write_trace(trace: Trace) -> bytes:
+    """The trace as JSON Lines (see the module): deterministic bytes, one line per record."""
+    lines = [_ENCODER.encode(trace.header), *(_ENCODER.encode(record) for record in trace.records)]
+    return b"\n".join(lines) + b"\n"
+
+
+def manifest_of(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` as a user would write it: without status and the metadata only the server writes."""
+    manifest: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(obj))
+    manifest.pop("status", None)
+    metadata = manifest["metadata"]
+    for field in _SERVER_FIELDS:
+        metadata.pop(field, None)
+    return manifest
+
+
+def final_expectations(dgds: list[dict[str, Any]], at: float, *, by: float | None = None) -> list[Record]:
+    """One ``expect`` per DGD of ``dgds`` that has a state: that state and its Ready condition, at
+    ``at`` (or, with ``by``, at some time up to ``by``)."""
+    finals: list[Record] = []
+    for dgd in dgds:
+        status, metadata = dgd.get("status") or {}, dgd["metadata"]
+        if not status.get("state"):
+            continue
+        ready = next((c for c in status.get("conditions") or () if c.get("type") == "Ready"), None)
+        target = ObjectRef(dgd["apiVersion"], dgd["kind"], metadata["name"], metadata.get("namespace"))
+        finals.append(
+            Expect(
+                at=at,
+                by=by,
+                target=target,
+                state=status["state"],
+                condition="Ready" if ready is not None else None,
+                status=ready.get("status") if ready is not None else None,
+                reason=ready.get("reason") if ready is not None else None,
+                name=f"{metadata.get('namespace')}/{metadata['name']} ends {status['state']}",
+            )
+        )
+    return finals

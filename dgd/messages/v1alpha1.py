@@ -3,7 +3,7 @@
 Field names are exactly those of the v1alpha1 CRD schema; enums, patterns and minimums carry the
 CRD's constraints, so a JSON schema generated from these Structs matches the CRD. Pod-level values
 (``extraPodSpec``, probes, env vars, resource claims, autoscaling behavior/metrics, pod templates)
-stay raw JSON. Conversion to v1beta1 lives in ``dgd.domain.conversion``; these types are the edge
+stay raw JSON. Conversion to v1beta1 lives in ``dgd.domain.conversion.dgd``; these types are the edge
 model for reading and validating v1alpha1 documents.
 """
 

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import msgspec
 
+from dgd.messages.trace import write_trace
 from dgd.sim.chaos_plans import GENERATORS, PLANS, Fault, Plan, Schedule, crash_points
 from dgd.sim.chaos_shrink import shrink
 from dgd.sim.chaos_workload import Example, Workload, workload
@@ -43,7 +44,7 @@ from dgd.sim.chaos_writes import CrashAfter, Write, WriteLog, tapped
 from dgd.sim.invariants import NAMES
 from dgd.sim.replay import run_replay
 from dgd.sim.report import Report
-from dgd.sim.trace_io import read_trace, write_trace
+from dgd.sim.trace_io import read_trace
 
 #: What a failed liveness expectation counts as.
 LIVENESS = "bounded-liveness"

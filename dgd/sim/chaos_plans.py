@@ -53,13 +53,13 @@ from dgd.messages.trace import (
     Patch,
     Record,
     StaleReads,
+    Trace,
     Verb,
     WatchDrop,
     WatchExpire,
 )
 from dgd.sim.chaos_workload import Graph, Workload
 from dgd.sim.chaos_writes import Write, WritePoint
-from dgd.sim.trace_io import Trace
 
 Plan = Literal["crash-after-write", "unobserved-state", "stale-state", "random"]
 PLANS: tuple[Plan, ...] = ("crash-after-write", "unobserved-state", "stale-state", "random")

@@ -22,7 +22,7 @@ from typing import Any, Literal
 import msgspec
 
 from dgd.domain.adapters import adapter_name
-from dgd.domain.conversion import ConversionError, dgd_to_v1beta1
+from dgd.domain.conversion.dgd import ConversionError, dgd_to_v1beta1
 from dgd.domain.manifests import ManifestError, load_manifests
 from dgd.messages import dgd as dgd_kind
 from dgd.messages import dgdsa

@@ -34,9 +34,9 @@ import msgspec
 
 from dgd.actors.runtime import ActorCell
 from dgd.actors.runtime.ref import current_actor
-from dgd.cluster.faults import Delay, FaultRule, Request, Verb
-from dgd.cluster.memory import MemoryCluster
-from dgd.cluster.memory_store import Change
+from dgd.cluster.memory.adapter import MemoryCluster
+from dgd.cluster.memory.faults import Delay, FaultRule, Request, Verb
+from dgd.cluster.memory.store import Change
 from dgd.sim.cluster import SimulatedCluster
 
 #: The verbs that write.

@@ -28,7 +28,7 @@ from typing import Any
 import anyio
 
 from dgd.actors.runtime import ActorSystem, ChildSpec, LoopClock, Metrics, Supervision, Supervisor
-from dgd.cluster.memory import MemoryCluster
+from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.protocol import Cluster
 from dgd.messages.config import OperatorConfig
 from dgd.sim.clock import EPOCH

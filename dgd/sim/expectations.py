@@ -18,7 +18,7 @@ import anyio
 import anyio.abc
 import msgspec
 
-from dgd.cluster.memory_store import Change, StoreKey
+from dgd.cluster.memory.store import Change, StoreKey
 from dgd.messages.base import JSONObject
 from dgd.messages.trace import Expect, ObjectRef
 from dgd.sim.cluster import SimulatedCluster

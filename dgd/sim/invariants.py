@@ -38,7 +38,7 @@ import msgspec
 
 from dgd.actors.runtime.ref import current_actor
 from dgd.actors.tree import ADAPTERS, DGDS
-from dgd.cluster.memory_store import Change, StoreKey
+from dgd.cluster.memory.store import Change, StoreKey
 from dgd.cluster.resources import DCD, DGD, DGDSA, EVENT, PCLQ, PCS, PCSG
 from dgd.messages.base import JSONObject
 from dgd.sim.cluster import SimulatedCluster

@@ -14,8 +14,8 @@ from collections import Counter
 import anyio
 import anyio.abc
 
-from dgd.cluster.faults import Delay, FaultRule, Request
-from dgd.cluster.memory_store import Change
+from dgd.cluster.memory.faults import Delay, FaultRule, Request
+from dgd.cluster.memory.store import Change
 from dgd.cluster.resources import DGD, EVENT
 from dgd.messages.base import JSONObject
 from dgd.sim.cluster import SimulatedCluster

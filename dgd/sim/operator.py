@@ -18,7 +18,7 @@ from dgd.actors.runtime import ChildSpec, Metrics
 from dgd.actors.tree import operator_children
 from dgd.cluster.protocol import Cluster
 from dgd.domain.gates import effective_config, resolve_gates, served_apis
-from dgd.domain.ssh_keys import rsa_key_pair
+from dgd.domain.render.ssh_keys import rsa_key_pair
 from dgd.messages.config import OperatorConfig
 from dgd.sim.cluster import SimulatedCluster
 from dgd.sim.world.settings import WorldSettings

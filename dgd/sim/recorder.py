@@ -32,23 +32,28 @@ import msgspec
 
 from dgd.actors.runtime.ref import current_actor
 from dgd.cluster import merge_patch
-from dgd.cluster.memory_store import Change
+from dgd.cluster.memory.store import Change
 from dgd.cluster.resources import EVENT, LEASE, NAMESPACE, POD
 from dgd.messages.base import JSONObject
 from dgd.messages.config import OperatorConfig
-from dgd.messages.trace import VERSION, Apply, Delete, Expect, Header, ObjectRef, Patch, Record
+from dgd.messages.trace import (
+    VERSION,
+    Apply,
+    Delete,
+    Header,
+    ObjectRef,
+    Patch,
+    Record,
+    Trace,
+    final_expectations,
+    manifest_of,
+)
 from dgd.sim.cluster import SimulatedCluster
 from dgd.sim.kinds import kind_of
-from dgd.sim.trace_io import Trace
 from dgd.sim.world.settings import WorldSettings
 
 #: Kinds never recorded: the world's and the server's own.
 _SKIPPED = frozenset(str(kind) for kind in (EVENT, POD, NAMESPACE, LEASE))
-#: Metadata only the server writes.
-_SERVER_FIELDS = (
-    "uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp",
-    "deletionGracePeriodSeconds", "managedFields", "selfLink",
-)  # fmt: skip
 
 
 class TraceRecorder:
@@ -147,31 +152,6 @@ class TraceRecorder:
         return Patch(at=at, target=ref_of(obj), patch=patch) if patch else None
 
 
-def final_expectations(dgds: list[JSONObject], at: float, *, by: float | None = None) -> list[Record]:
-    """One ``expect`` per DGD of ``dgds`` that has a state: that state and its Ready condition, at
-    ``at`` (or, with ``by``, at some time up to ``by``)."""
-    finals: list[Record] = []
-    for dgd in dgds:
-        status, metadata = dgd.get("status") or {}, dgd["metadata"]
-        if not status.get("state"):
-            continue
-        ready = next((c for c in status.get("conditions") or () if c.get("type") == "Ready"), None)
-        target = ObjectRef(dgd["apiVersion"], dgd["kind"], metadata["name"], metadata.get("namespace"))
-        finals.append(
-            Expect(
-                at=at,
-                by=by,
-                target=target,
-                state=status["state"],
-                condition="Ready" if ready is not None else None,
-                status=ready.get("status") if ready is not None else None,
-                reason=ready.get("reason") if ready is not None else None,
-                name=f"{metadata.get('namespace')}/{metadata['name']} ends {status['state']}",
-            )
-        )
-    return finals
-
-
 def settings_dict(settings: WorldSettings) -> dict[str, Any]:
     """The settings that differ from the defaults, as a header's ``settings``."""
     defaults = WorldSettings()
@@ -182,16 +162,6 @@ def settings_dict(settings: WorldSettings) -> dict[str, Any]:
     }
     out: dict[str, Any] = msgspec.to_builtins(changed)
     return out
-
-
-def manifest_of(obj: JSONObject) -> JSONObject:
-    """``obj`` as a user would write it: without status and the metadata only the server writes."""
-    manifest: JSONObject = msgspec.json.decode(msgspec.json.encode(obj))
-    manifest.pop("status", None)
-    metadata = manifest["metadata"]
-    for field in _SERVER_FIELDS:
-        metadata.pop(field, None)
-    return manifest
 
 
 def ref_of(obj: JSONObject) -> ObjectRef:

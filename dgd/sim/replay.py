@@ -30,7 +30,7 @@ import msgspec
 from dgd.actors.runtime import CountingMetrics
 from dgd.cluster.resources import DGD
 from dgd.messages.base import JSONObject
-from dgd.messages.trace import ApiFault, Expect, Record, StaleReads
+from dgd.messages.trace import ApiFault, Expect, Record, StaleReads, Trace, write_trace
 from dgd.sim.clock import backend_options, is_virtual
 from dgd.sim.cluster import SimulatedCluster
 from dgd.sim.expectations import Expectations
@@ -41,7 +41,7 @@ from dgd.sim.operator import simulated_operator
 from dgd.sim.recorder import TraceRecorder
 from dgd.sim.report import Counts, DGDOutcome, InvariantResult, Report, Step
 from dgd.sim.steps import FAULTS, WORLD_EVENTS, apply_step
-from dgd.sim.trace_io import Trace, line_of, operator_config, world_settings, write_trace
+from dgd.sim.trace_io import line_of, operator_config, world_settings
 
 #: What happens at one moment: (time, order among simultaneous things, line, what).
 _Moment = tuple[float, int, int, Callable[[], None] | Record]

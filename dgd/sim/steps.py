@@ -25,7 +25,6 @@ from typing import Any
 import msgspec
 
 from dgd.actors.runtime import ActorNotFound
-from dgd.cluster.clock import rfc3339
 from dgd.cluster.errors import (
     AlreadyExists,
     ClusterError,
@@ -37,11 +36,12 @@ from dgd.cluster.errors import (
     Timeout,
     TooManyRequests,
 )
-from dgd.cluster.faults import Fail, FaultRule, StaleRead
-from dgd.cluster.memory import MemoryCluster
+from dgd.cluster.memory.adapter import MemoryCluster
+from dgd.cluster.memory.faults import Fail, FaultRule, StaleRead
 from dgd.cluster.protocol import ScaleSpec
 from dgd.cluster.resources import CHECKPOINT, POD, Resource
 from dgd.messages.base import JSONObject
+from dgd.messages.timestamps import rfc3339
 from dgd.messages.trace import (
     ApiFault,
     Apply,

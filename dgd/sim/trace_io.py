@@ -6,8 +6,7 @@ expectation that checks nothing, a trace from a newer release — is a ``TraceEr
 Record ``i`` (0-based) is on line ``i + 2``: blank lines are allowed only at the end, and there are no
 comments (say what a record is for in an expectation's ``name`` or the header's ``description``).
 
-``write_trace`` is deterministic: the same ``Trace`` gives the same bytes (struct fields in their
-declared order, object keys sorted, defaults omitted), and ``read_trace(write_trace(t)) == t``.
+``read_trace(write_trace(t)) == t`` (``dgd.messages.trace.write_trace``).
 """
 
 from __future__ import annotations
@@ -31,6 +30,7 @@ from dgd.messages.trace import (
     Patch,
     Record,
     StaleReads,
+    Trace,
     WatchDrop,
     WatchExpire,
 )
@@ -42,15 +42,7 @@ from dgd.sim.world.settings import WorldSettings
 KINDS: tuple[str, ...] = tuple(str(kind.__struct_config__.tag) for kind in get_args(Record))
 
 
-_ENCODER = msgspec.json.Encoder(order="deterministic")
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
-
-
-class Trace(msgspec.Struct, frozen=True):
-    """A whole trace: its header and its records, in file order."""
-
-    header: Header
-    records: tuple[Record, ...]
 
 
 class TraceError(ValueError):
@@ -84,12 +76,6 @@ def read_trace(text: str | bytes) -> Trace:
     if header is None:
         raise TraceError(1, f"the trace is empty: its first line must be the header {_HEADER_EXAMPLE}")
     return Trace(header, tuple(records))
-
-
-def write_trace(trace: Trace) -> bytes:
-    """The trace as JSON Lines (see the module): deterministic bytes, one line per record."""
-    lines = [_ENCODER.encode(trace.header), *(_ENCODER.encode(record) for record in trace.records)]
-    return b"\n".join(lines) + b"\n"
 
 
 def line_of(index: int) -> int:

@@ -5,7 +5,7 @@ plus the few knobs the suite needs that the port does not have — the fault rul
 behind it, a way to compact its watch history, and the sizes it was configured with.
 
 ``memory`` is the memory adapter itself. ``kube`` is the kube adapter talking HTTP to the facade
-(``dgd.cluster.http_facade``) over a ``MemoryCluster`` configured the same way: faults and
+(``dgd.sim.apiserver.server``) over a ``MemoryCluster`` configured the same way: faults and
 compaction reach the memory server behind the facade, and the kube adapter's watch buffer is the
 memory server's, so a slow reader is dropped at the same point.
 """
@@ -21,11 +21,11 @@ from dataclasses import dataclass
 import pytest
 from kubernetes_asyncio.client import ApiClient, Configuration
 
-from dgd.cluster.faults import Faults
-from dgd.cluster.http_facade import Facade, serve
-from dgd.cluster.kube import KubeCluster
-from dgd.cluster.memory import MemoryCluster
+from dgd.cluster.kube.adapter import KubeCluster
+from dgd.cluster.memory.adapter import MemoryCluster
+from dgd.cluster.memory.faults import Faults
 from dgd.cluster.protocol import Cluster
+from dgd.sim.apiserver.server import Facade, serve
 
 #: 2026-01-01T00:00:00Z; the test clock advances one second per reading.
 EPOCH = 1_767_225_600.0

@@ -37,13 +37,10 @@ from anyio.abc import TaskStatus
 from prometheus_client.parser import text_string_to_metric_families
 
 from dgd.actors.runtime import ActorSystem, ChildSpec, LoopClock, Supervision, Supervisor
-from dgd.cli_serve import HISTORY, SERVED_RESOURCES
-from dgd.cluster.clock import wall_clock
+from dgd.cli.serve import HISTORY, SERVED_RESOURCES
 from dgd.cluster.errors import NotFound
-from dgd.cluster.facade_catalog import CUSTOM_RESOURCE_DEFINITION
-from dgd.cluster.http_facade import Facade, serve, write_kubeconfig
-from dgd.cluster.kube import KubeCluster
-from dgd.cluster.memory import MemoryCluster
+from dgd.cluster.kube.adapter import KubeCluster
+from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.resources import (
     CHECKPOINT,
     CONFIG_MAP,
@@ -66,7 +63,10 @@ from dgd.cluster.resources import (
 from dgd.domain.crds import all_crds
 from dgd.messages.base import JSONObject
 from dgd.messages.config import OperatorConfig
+from dgd.messages.timestamps import wall_clock
 from dgd.sim import WorldSettings
+from dgd.sim.apiserver.catalog import CUSTOM_RESOURCE_DEFINITION
+from dgd.sim.apiserver.server import Facade, serve, write_kubeconfig
 from dgd.sim.world.bootstrap import bootstrap
 from dgd.sim.world.checkpoint import CheckpointController
 from dgd.sim.world.controller import WorldController

@@ -14,9 +14,10 @@ import msgspec
 import pytest
 
 from dgd.cli import main
+from dgd.messages.trace import Trace, write_trace
 from dgd.sim.replay import run_replay
 from dgd.sim.report import encode_report
-from dgd.sim.trace_io import Trace, read_trace, write_trace
+from dgd.sim.trace_io import read_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACES = sorted((ROOT / "examples" / "traces").glob("*.jsonl"))

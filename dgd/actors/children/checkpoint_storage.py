@@ -16,7 +16,7 @@ import logging
 import msgspec
 
 from dgd.actors.cache import Reader
-from dgd.actors.children.failure import StepFailed
+from dgd.actors.children.step_failed import StepFailed
 from dgd.actors.recorder import Recorder
 from dgd.actors.runtime import Actor, Request
 from dgd.actors.sync import Syncer, owner_reference
@@ -36,10 +36,10 @@ from dgd.domain.checkpoint import (
     storage_pvc,
 )
 from dgd.domain.metadata_keys import GRAPH_NAME
-from dgd.domain.render_errors import RenderError
-from dgd.domain.render_podspec import render_pod_spec
-from dgd.domain.shared_objects import discovery_account_name, discovery_enabled
-from dgd.domain.template_defaults import apply_template_defaults, graph_backend
+from dgd.domain.render.errors import RenderError
+from dgd.domain.render.podspec import render_pod_spec
+from dgd.domain.render.shared_objects import discovery_account_name, discovery_enabled
+from dgd.domain.render.template_defaults import apply_template_defaults, graph_backend
 from dgd.messages.component import WORKER_TYPES, ComponentSpec
 from dgd.messages.config import OperatorConfig
 from dgd.messages.dgd import DynamoGraphDeployment

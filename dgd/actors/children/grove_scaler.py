@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 
 from dgd.actors.cache import Reader
-from dgd.actors.children.failure import StepFailed
+from dgd.actors.children.step_failed import StepFailed
 from dgd.actors.runtime import Actor, Request
 from dgd.cluster.errors import ClusterError, NotFound
 from dgd.cluster.protocol import Cluster

@@ -25,8 +25,9 @@ from dgd.cluster.resources import DCD, PCLQ, PCS, PCSG
 from dgd.domain.events import EventRecord
 from dgd.domain.metadata_keys import RESTART_AT
 from dgd.domain.readiness import child_name, dcd_readiness, observe_pcsg, observe_podclique
-from dgd.domain.render_dcd import dcd_name
-from dgd.domain.render_pcs import graph_pcs_name
+from dgd.domain.render.dcd import dcd_name
+from dgd.domain.render.pcs import graph_pcs_name
+from dgd.domain.render.template_defaults import template_metadata
 from dgd.domain.restart import (
     RestartState,
     checked_components,
@@ -35,7 +36,6 @@ from dgd.domain.restart import (
     superseded_event,
 )
 from dgd.domain.roles import uses_pcsg
-from dgd.domain.template_defaults import template_metadata
 from dgd.messages.component import WORKER_TYPES
 from dgd.messages.dcd import DynamoComponentDeployment
 from dgd.messages.dgd import DGDStatus, DynamoGraphDeployment, RestartStatus

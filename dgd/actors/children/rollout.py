@@ -24,8 +24,8 @@ from collections.abc import Sequence
 import msgspec
 
 from dgd.actors.cache import Reader
-from dgd.actors.children.failure import StepFailed
-from dgd.actors.primary import PrimaryWriter
+from dgd.actors.children.step_failed import StepFailed
+from dgd.actors.dgd_writer import PrimaryWriter
 from dgd.actors.recorder import Recorder
 from dgd.actors.runtime import Actor, Request
 from dgd.actors.sync import Syncer
@@ -39,7 +39,7 @@ from dgd.domain.projection import (
     FAILED_TO_MIGRATE_WORKER_HASH,
     ROLLING_UPDATE_FAILED,
 )
-from dgd.domain.render_dcd import render_dcds, workload_annotations
+from dgd.domain.render.dcd import render_dcds, workload_annotations
 from dgd.domain.roles import is_multinode
 from dgd.domain.rollout import (
     ACTIVE_PHASES,

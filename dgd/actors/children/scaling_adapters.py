@@ -23,7 +23,7 @@ from typing import Literal
 import msgspec
 
 from dgd.actors.cache import Reader
-from dgd.actors.children.failure import StepFailed
+from dgd.actors.children.step_failed import StepFailed
 from dgd.actors.recorder import Recorder
 from dgd.actors.runtime import Actor, Request
 from dgd.actors.sync import decode, owner_reference

@@ -23,7 +23,7 @@ from collections.abc import Callable
 import msgspec
 
 from dgd.actors.cache import Reader
-from dgd.actors.children.failure import StepFailed
+from dgd.actors.children.step_failed import StepFailed
 from dgd.actors.runtime import Actor, Request
 from dgd.actors.sync import Syncer, owner_reference
 from dgd.cluster.errors import ClusterError
@@ -38,7 +38,7 @@ from dgd.cluster.resources import (
     Resource,
 )
 from dgd.domain.pod_merge import JSON
-from dgd.domain.shared_objects import (
+from dgd.domain.render.shared_objects import (
     PRIVATE_KEY,
     PUBLIC_KEY,
     discovery_enabled,
@@ -50,7 +50,7 @@ from dgd.domain.shared_objects import (
     planner_rbac,
     wait_leader_config_map,
 )
-from dgd.domain.ssh_keys import KeyPair
+from dgd.domain.render.ssh_keys import KeyPair
 from dgd.messages.config import OperatorConfig
 from dgd.messages.dgd import DynamoGraphDeployment
 

@@ -28,16 +28,17 @@ import msgspec
 
 from dgd.actors.cache import Reader
 from dgd.actors.children.checkpoint_storage import FinalizeCheckpoints, ResolveCheckpoints
-from dgd.actors.children.failure import StepFailed
 from dgd.actors.children.restart import ResolveRestart, carried_dcd_stamps
 from dgd.actors.children.rollout import OldScaled, Prepare, Prepared, ScaleOld
 from dgd.actors.children.scaling_adapters import ReconcileAdapters
 from dgd.actors.children.shared_resources import EnsureShared
+from dgd.actors.children.step_failed import StepFailed
 from dgd.actors.programs.result import ProgramResult, as_failure
 from dgd.actors.runtime import ActorError, Ref
 from dgd.actors.sync import Syncer
 from dgd.cluster.errors import ClusterError
 from dgd.cluster.resources import DCD
+from dgd.domain.admission.defaulting import default_in_memory
 from dgd.domain.checkpoint import (
     WAITING_FOR_CHECKPOINT,
     CheckpointInfo,
@@ -46,8 +47,8 @@ from dgd.domain.checkpoint import (
     waiting_overlay,
 )
 from dgd.domain.checkpoint_restore import dcd_adjustment
-from dgd.domain.defaulting import default_in_memory
 from dgd.domain.metadata_keys import WORKER_HASH
+from dgd.domain.preflight import unsupported
 from dgd.domain.projection import (
     FAILED_TO_RECONCILE,
     NO_MULTINODE_ORCHESTRATOR,
@@ -59,12 +60,11 @@ from dgd.domain.projection import (
     check_resources_readiness,
 )
 from dgd.domain.readiness import dcd_readiness
-from dgd.domain.render_dcd import render_dcds
-from dgd.domain.render_errors import RenderError
+from dgd.domain.render.dcd import render_dcds
+from dgd.domain.render.errors import RenderError
 from dgd.domain.restart import RestartState
 from dgd.domain.roles import is_multinode
 from dgd.domain.rollout import Hashes, merged_status, targets
-from dgd.domain.support import unsupported
 from dgd.domain.worker_hash import worker_hash
 from dgd.messages.component import WORKER_TYPES
 from dgd.messages.config import OperatorConfig

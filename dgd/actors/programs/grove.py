@@ -16,19 +16,20 @@ import msgspec
 
 from dgd.actors.cache import Reader
 from dgd.actors.children.checkpoint_storage import FinalizeCheckpoints, ResolveCheckpoints
-from dgd.actors.children.failure import StepFailed
 from dgd.actors.children.grove_scaler import Scale
 from dgd.actors.children.restart import ResolveRestart
 from dgd.actors.children.scaling_adapters import ReconcileAdapters
 from dgd.actors.children.shared_resources import EnsureShared
+from dgd.actors.children.step_failed import StepFailed
 from dgd.actors.children.topology_status import NoTopology, Project
-from dgd.actors.primary import PrimaryWriter
+from dgd.actors.dgd_writer import PrimaryWriter
 from dgd.actors.programs.result import ProgramResult, as_failure
 from dgd.actors.recorder import Recorder
 from dgd.actors.runtime import ActorError, Ref
 from dgd.actors.sync import Syncer
 from dgd.cluster.errors import ClusterError
 from dgd.cluster.resources import INGRESS, PCLQ, PCS, PCSG, SERVICE, Resource
+from dgd.domain.admission.defaulting import default_in_memory
 from dgd.domain.checkpoint import (
     WAITING_FOR_CHECKPOINT,
     CheckpointInfo,
@@ -37,9 +38,9 @@ from dgd.domain.checkpoint import (
     waiting_overlay,
 )
 from dgd.domain.checkpoint_restore import restore_cliques
-from dgd.domain.defaulting import default_in_memory
 from dgd.domain.events import EventRecord
 from dgd.domain.pod_merge import JSON
+from dgd.domain.preflight import unsupported
 from dgd.domain.projection import (
     FAILED_TO_MIGRATE_WORKER_HASH,
     FAILED_TO_RECONCILE,
@@ -51,7 +52,6 @@ from dgd.domain.projection import (
     apply_reconcile_result,
     check_resources_readiness,
 )
-from dgd.domain.provider_overrides import apply_provider_overrides
 from dgd.domain.readiness import (
     ChildReadiness,
     InconsistentRevision,
@@ -60,12 +60,12 @@ from dgd.domain.readiness import (
     observe_pcsg,
     observe_podclique,
 )
-from dgd.domain.render_errors import RenderError
-from dgd.domain.render_pcs import graph_discovery_backend, graph_pcs_name, render_pcs
+from dgd.domain.render.errors import RenderError
+from dgd.domain.render.pcs import graph_discovery_backend, graph_pcs_name, render_pcs
+from dgd.domain.render.provider_overrides import apply_provider_overrides
+from dgd.domain.render.stable_resources import render_stable_resources
 from dgd.domain.restart import RestartState
 from dgd.domain.roles import uses_pcsg
-from dgd.domain.stable_resources import render_stable_resources
-from dgd.domain.support import unsupported
 from dgd.domain.topology import apply_topology
 from dgd.domain.worker_generation import migration, plan_unmanaged
 from dgd.domain.worker_hash import worker_hash

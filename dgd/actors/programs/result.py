@@ -11,7 +11,7 @@ from typing import Protocol
 
 from dgd.domain.events import EventRecord
 from dgd.domain.projection import FAILED_TO_RECONCILE, Failure, fail, starting_status
-from dgd.domain.render_errors import RenderError
+from dgd.domain.render.errors import RenderError
 from dgd.messages.dgd import DGDStatus, DynamoGraphDeployment
 
 

@@ -19,10 +19,10 @@ from typing import Literal
 
 import msgspec
 
-from dgd.cluster.clock import rfc3339
 from dgd.cluster.errors import NotFound
 from dgd.cluster.resources import CHECKPOINT
 from dgd.messages.base import JSONObject
+from dgd.messages.timestamps import rfc3339
 from dgd.sim.world.controller import EPSILON, Nudge, Watch, WorldController, parse_time
 
 FINALIZER = "nvidia.com/finalizer"

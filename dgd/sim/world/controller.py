@@ -30,10 +30,10 @@ from dgd.actors.runtime import (
     Supervision,
     Timer,
 )
-from dgd.cluster.clock import Clock
 from dgd.cluster.errors import ClusterError, Gone
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import Resource
+from dgd.messages.timestamps import Clock
 from dgd.sim.world.settings import WorldSettings
 
 logger = logging.getLogger("dgd.sim")

@@ -24,15 +24,15 @@ from typing import Any
 
 import msgspec
 
-from dgd.cluster.clock import rfc3339
 from dgd.cluster.errors import NotFound
 from dgd.cluster.resources import DCD, POD
 from dgd.domain.metadata_keys import COMPONENT_TYPE, DYNAMO_NAMESPACE, SELECTOR, WORKER_HASH
-from dgd.domain.render_dcd import workload_annotations
+from dgd.domain.render.dcd import workload_annotations
 from dgd.messages.base import JSONObject
 from dgd.messages.dcd import API_VERSION, KIND, DCDStatus, DynamoComponentDeployment
 from dgd.messages.dgd import ComponentKind, ComponentReplicaStatus
 from dgd.messages.meta import OwnerReference
+from dgd.messages.timestamps import rfc3339
 from dgd.sim.world.conditions import set_condition
 from dgd.sim.world.controller import Nudge, Watch, WorldController
 from dgd.sim.world.pods import (

@@ -25,12 +25,12 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from dgd.cluster.clock import rfc3339
 from dgd.cluster.errors import NotFound
 from dgd.cluster.resources import PCLQ, PCS, PCSG, POD, Resource
 from dgd.messages.base import JSONObject
 from dgd.messages.grove import API_VERSION, PCLQ_KIND, PodClique, PodCliqueScalingGroup, PodCliqueSet
 from dgd.messages.meta import OwnerReference
+from dgd.messages.timestamps import rfc3339
 from dgd.sim.world.controller import Nudge, Watch, WorldController
 from dgd.sim.world.grove_children import (
     GROVE_SELECTOR,

@@ -25,11 +25,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dgd.cluster.clock import rfc3339
 from dgd.cluster.errors import NotFound
 from dgd.cluster.resources import POD, ObjectKey
 from dgd.messages.base import JSONObject
 from dgd.messages.meta import OwnerReference
+from dgd.messages.timestamps import rfc3339
 from dgd.sim.world.controller import EPSILON, Nudge, Watch, WorldController, earliest, parse_time
 from dgd.sim.world.settings import WorldSettings
 

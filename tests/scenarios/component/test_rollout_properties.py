@@ -36,7 +36,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dgd.cluster.errors import Conflict
-from dgd.cluster.memory import MemoryCluster
+from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import DCD, DGD, POD, Resource
 from dgd.sim import WorldSettings

@@ -19,12 +19,12 @@ import yaml
 from dgd.actors.reconciles import Nudge
 from dgd.actors.runtime import Ref
 from dgd.actors.tree import DGDS, operator_children
-from dgd.cluster.faults import Delay, FaultRule
+from dgd.cluster.memory.faults import Delay, FaultRule
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import DGD, EVENT
-from dgd.domain.conversion import dgd_to_v1beta1
+from dgd.domain.conversion.dgd import dgd_to_v1beta1
 from dgd.domain.gates import effective_config, resolve_gates, served_apis
-from dgd.domain.ssh_keys import rsa_key_pair
+from dgd.domain.render.ssh_keys import rsa_key_pair
 from dgd.messages.config import OperatorConfig
 from dgd.messages.dgd import DynamoGraphDeployment
 from dgd.sim import SimulatedCluster, WorldSettings

@@ -7,7 +7,7 @@ from typing import Any, cast
 import pytest
 
 from dgd.actors.cache import Cache, Reader
-from dgd.cluster.memory import MemoryCluster
+from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import CLUSTER_ROLE, SERVICE, ObjectKey
 

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from dgd.cli import main
-from dgd.domain.documents import admit_document
+from dgd.domain.admission.documents import admit_document
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))

@@ -24,17 +24,17 @@ import yaml
 from dgd.actors.runtime import ActorSystem, LoopClock
 from dgd.actors.tree import operator_children
 from dgd.cli import main
-from dgd.cluster.clock import wall_clock
-from dgd.cluster.facade_catalog import CUSTOM_RESOURCE_DEFINITION
-from dgd.cluster.http_facade import Facade, serve, write_kubeconfig
-from dgd.cluster.kube import KubeCluster
-from dgd.cluster.memory import MemoryCluster
+from dgd.cluster.kube.adapter import KubeCluster
+from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.resources import DEFAULT_RESOURCES, DGD, POD
 from dgd.domain.crds import all_crds
 from dgd.domain.gates import effective_config, resolve_gates, served_apis
-from dgd.domain.ssh_keys import rsa_key_pair
+from dgd.domain.render.ssh_keys import rsa_key_pair
 from dgd.messages.config import OperatorConfig
+from dgd.messages.timestamps import wall_clock
 from dgd.sim import WorldSettings
+from dgd.sim.apiserver.catalog import CUSTOM_RESOURCE_DEFINITION
+from dgd.sim.apiserver.server import Facade, serve, write_kubeconfig
 from dgd.sim.world.bootstrap import bootstrap
 
 pytestmark = pytest.mark.anyio

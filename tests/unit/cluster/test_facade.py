@@ -18,13 +18,13 @@ import pytest
 import yaml
 
 from dgd.cluster.errors import TooManyRequests
-from dgd.cluster.facade_catalog import CUSTOM_RESOURCE_DEFINITION
-from dgd.cluster.http_facade import Facade, kubeconfig, serve
-from dgd.cluster.memory import MemoryCluster
+from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.resources import CONFIG_MAP, DEFAULT_RESOURCES, DGD, DGDSA
 from dgd.domain.crds import all_crds
 from dgd.messages.base import JSONObject
 from dgd.messages.meta import Event, ObjectMeta, ObjectReference
+from dgd.sim.apiserver.catalog import CUSTOM_RESOURCE_DEFINITION
+from dgd.sim.apiserver.server import Facade, kubeconfig, serve
 
 pytestmark = pytest.mark.anyio
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dgd.cluster import facade_openapi
-from dgd.cluster.facade_catalog import CUSTOM_RESOURCE_DEFINITION, Catalog, version_priority
 from dgd.cluster.resources import CHECKPOINT, CONFIG_MAP, DEFAULT_RESOURCES, DGD, DGDSA, NAMESPACE
 from dgd.domain.crds import all_crds
+from dgd.sim.apiserver import openapi as facade_openapi
+from dgd.sim.apiserver.catalog import CUSTOM_RESOURCE_DEFINITION, Catalog, version_priority
 
 SERVED = (*DEFAULT_RESOURCES, CUSTOM_RESOURCE_DEFINITION)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dgd.cluster.errors import Invalid
-from dgd.cluster.facade_patch import json_patch, strategic_merge
+from dgd.sim.apiserver.patch import json_patch, strategic_merge
 
 
 def test_json_patch_applies_every_operation_in_order() -> None:

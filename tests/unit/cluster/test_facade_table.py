@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from dgd.cluster.facade_table import Printer, find, human_duration, render_table
+from dgd.sim.apiserver.table import Printer, find, human_duration, render_table
 
 NOW = datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC).timestamp()
 

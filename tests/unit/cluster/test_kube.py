@@ -15,12 +15,12 @@ from aiohttp import web
 from kubernetes_asyncio.client import ApiClient, Configuration
 
 from dgd.cluster.errors import Forbidden, Gone, Invalid, NotFound, ServerError, Timeout, TooManyRequests
-from dgd.cluster.http_facade import Facade, serve, write_kubeconfig
-from dgd.cluster.kube import KubeCluster
-from dgd.cluster.kube_config import ConfigError
-from dgd.cluster.kube_rate import RateLimiter
-from dgd.cluster.memory import MemoryCluster
+from dgd.cluster.kube.adapter import KubeCluster
+from dgd.cluster.kube.config import ConfigError
+from dgd.cluster.kube.rate import RateLimiter
+from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.resources import CONFIG_MAP, DGD, EVENT
+from dgd.sim.apiserver.server import Facade, serve, write_kubeconfig
 from dgd.sim.clock import backend_options
 from tests.conformance.builders import dgd, event
 

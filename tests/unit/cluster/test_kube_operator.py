@@ -17,13 +17,13 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 from dgd.actors.runtime import ActorSystem, LoopClock
 from dgd.actors.tree import operator_children
 from dgd.cluster.errors import NotFound
-from dgd.cluster.http_facade import Facade, serve
-from dgd.cluster.kube import KubeCluster
+from dgd.cluster.kube.adapter import KubeCluster
 from dgd.cluster.resources import DGD, EVENT, PCS
 from dgd.domain.gates import effective_config, resolve_gates, served_apis
-from dgd.domain.ssh_keys import rsa_key_pair
+from dgd.domain.render.ssh_keys import rsa_key_pair
 from dgd.messages.config import OperatorConfig
 from dgd.sim import SimulatedCluster, WorldSettings
+from dgd.sim.apiserver.server import Facade, serve
 
 pytestmark = pytest.mark.anyio
 

@@ -8,7 +8,7 @@ import msgspec
 import pytest
 
 from dgd.cluster.errors import ServerError
-from dgd.cluster.memory import MemoryCluster
+from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.resources import CONFIG_MAP, DGD
 from dgd.messages.dgd import DGDSpec, DynamoGraphDeployment
 from dgd.messages.meta import ObjectMeta

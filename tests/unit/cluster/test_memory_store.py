@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dgd.cluster.errors import Gone
-from dgd.cluster.memory_store import Store
+from dgd.cluster.memory.store import Store
 
 
 def put(store: Store, name: str, value: str) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dgd.cluster.errors import Invalid
-from dgd.cluster.selectors import EVERYTHING, from_label_selector, parse
+from dgd.cluster.memory.selectors import EVERYTHING, from_label_selector, parse
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ import anyio
 
 from dgd.actors.runtime import ManualClock, settle
 from dgd.cluster.errors import NotFound
-from dgd.cluster.memory import MemoryCluster
+from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import CLUSTER_ROLE, LEASE, NAMESPACE, SECRET
 from dgd.daemon.election import LeaderElector

@@ -44,9 +44,9 @@ from dgd.cluster.resources import (
     Resource,
 )
 from dgd.daemon.run import Daemon, DaemonSettings
-from dgd.domain.conversion import dgd_to_v1beta1
+from dgd.domain.conversion.dgd import dgd_to_v1beta1
 from dgd.domain.gates import effective_config, resolve_gates, served_apis
-from dgd.domain.ssh_keys import rsa_key_pair
+from dgd.domain.render.ssh_keys import rsa_key_pair
 from dgd.domain.sync import LAST_APPLIED_HASH
 from dgd.messages.config import RELEASE_NAMESPACE, OperatorConfig
 from dgd.messages.dgd import DynamoGraphDeployment

@@ -20,7 +20,7 @@ import helm_python as helm
 import pytest
 import yaml
 
-from dgd.cli_run import add_command, options
+from dgd.cli.run import add_command, options
 from dgd.messages.config import load_config
 from tests.unit.deploy.generator import DEPLOY, find, generate
 from tests.unit.deploy.recording import permissions

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from dgd.cli_run import add_command, options
+from dgd.cli.run import add_command, options
 from dgd.messages.config import load_config
 from tests.unit.deploy.generator import DEPLOY, committed, find, generate
 

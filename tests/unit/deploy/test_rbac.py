@@ -232,7 +232,7 @@ def test_the_restricted_roles_grant_exactly_the_calls_made_in_the_watched_namesp
 
 def test_the_workload_cluster_roles_the_operator_binds_are_installed_with_upstreams_rules() -> None:
     # given the ClusterRoles a simulated cluster starts with (upstream's chart, supplement §2.3)
-    from dgd.cluster.memory import MemoryCluster
+    from dgd.cluster.memory.adapter import MemoryCluster
     from dgd.cluster.resources import CLUSTER_ROLE
     from dgd.sim import WorldSettings, run
     from dgd.sim.world.bootstrap import bootstrap

@@ -6,9 +6,9 @@ from typing import Any
 
 import msgspec
 
-from dgd.domain.multinode_hosts import Deployer
-from dgd.domain.render_backends import Backend, RenderRole
-from dgd.domain.render_podspec import PullSecrets, render_pod_spec
+from dgd.domain.render.backends import Backend, RenderRole
+from dgd.domain.render.multinode_hosts import Deployer
+from dgd.domain.render.podspec import PullSecrets, render_pod_spec
 from dgd.messages.component import ComponentSpec
 from dgd.messages.config import OperatorConfig
 

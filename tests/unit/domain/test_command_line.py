@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dgd.domain.command_line import (
+from dgd.domain.render.command_line import (
     DetectionError,
     detect_framework,
     inject_flags,

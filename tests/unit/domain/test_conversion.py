@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from dgd.domain.conversion import ConversionError, dgd_to_v1beta1
+from dgd.domain.conversion.dgd import ConversionError, dgd_to_v1beta1
 from tests.upstream import DYNAMO, load_documents
 
 FIXTURE = DYNAMO / "deploy" / "utils" / "tests" / "fixtures" / "v1alpha1" / "agg.yaml"

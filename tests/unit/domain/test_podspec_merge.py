@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dgd.domain.render_errors import RenderError
+from dgd.domain.render.errors import RenderError
 from dgd.messages.config import InfrastructureConfig, OperatorConfig, load_config
 from tests.unit.domain.podspec_cases import component, env_names, render
 

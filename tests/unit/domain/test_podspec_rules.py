@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from dgd.domain.multinode_hosts import Deployer
-from dgd.domain.render_backends import Backend, RenderRole
+from dgd.domain.render.backends import Backend, RenderRole
+from dgd.domain.render.multinode_hosts import Deployer
 from tests.unit.domain.podspec_cases import (
     EPP_ENV,
     EPP_PROBES,

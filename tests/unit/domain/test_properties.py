@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dgd.domain.validation import admit
+from dgd.domain.admission.validation import admit
 from dgd.messages.base import QUANTITY_PATTERN
 from dgd.messages.component import BACKEND_FRAMEWORKS, COMPONENT_TYPES, ComponentSpec
 from dgd.messages.dgd import DynamoGraphDeployment

@@ -17,7 +17,7 @@ REFUSED = {
     "snapshot-restore.yaml": "checkpoint functionality is disabled in the operator configuration",
     # Refused until the parity issue lands: the GPU memory service and the endpoint picker.
     "agg_failover.yaml": "GPU memory service (DRA resource claim templates) is not supported yet",
-    "agg.yaml@gaie": "EPP resources (the endpoint picker's ConfigMap, InferencePool and Istio DestinationRule)",
+    "agg.yaml@gaie": "EPP resources (the endpoint picker's ConfigMap, InferencePool",
 }
 
 DGD = """\

@@ -6,9 +6,9 @@ from typing import Any
 
 import msgspec
 
-from dgd.domain.defaulting import default_in_memory
-from dgd.domain.render_dcd import render_dcds
-from dgd.domain.template_defaults import graph_backend
+from dgd.domain.admission.defaulting import default_in_memory
+from dgd.domain.render.dcd import render_dcds
+from dgd.domain.render.template_defaults import graph_backend
 from dgd.messages.dgd import DynamoGraphDeployment
 
 HASH = "0123abcd"

@@ -6,7 +6,7 @@ from typing import Any
 
 import msgspec
 
-from dgd.domain.defaulting import default_in_memory
+from dgd.domain.admission.defaulting import default_in_memory
 from dgd.domain.naming import service_name, shorten, worker_dcd_name
 from dgd.domain.worker_hash import runtime_version, worker_hash
 from dgd.messages.component import ComponentSpec

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from dgd.domain.rendering import prepare, render
+from dgd.domain.render.offline import prepare, render
 from dgd.domain.worker_hash import worker_hash
 from dgd.messages.config import OperatorConfig
 from tests.golden import load_expected, match_documents

@@ -8,10 +8,10 @@ import msgspec
 import pytest
 from msgspec import structs
 
-from dgd.domain.defaulting import default_in_memory
-from dgd.domain.provider_overrides import apply_provider_overrides
-from dgd.domain.render_errors import RenderError
-from dgd.domain.render_pcs import render_pcs
+from dgd.domain.admission.defaulting import default_in_memory
+from dgd.domain.render.errors import RenderError
+from dgd.domain.render.pcs import render_pcs
+from dgd.domain.render.provider_overrides import apply_provider_overrides
 from dgd.domain.worker_hash import worker_hash
 from dgd.messages.config import GateConfig, OperatorConfig, OrchestratorsConfig
 from dgd.messages.dgd import DynamoGraphDeployment

@@ -17,7 +17,7 @@ from msgspec import structs
 
 from dgd.domain.manifests import dump_manifests
 from dgd.domain.naming import GROVE_POD_NAME_BUDGET, component_budget
-from dgd.domain.rendering import Pathway, prepare, refusals, render
+from dgd.domain.render.offline import Pathway, prepare, refusals, render
 from dgd.domain.roles import roles, uses_pcsg
 from dgd.domain.worker_hash import worker_hash
 from dgd.messages.component import WORKER_TYPES, ScalingAdapter

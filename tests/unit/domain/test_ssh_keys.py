@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import random
 
-from dgd.domain.ssh_keys import rsa_key_pair
+from dgd.domain.render.ssh_keys import rsa_key_pair
 
 
 def test_a_key_pair_is_a_2048_bit_rsa_pkcs1_key_and_its_openssh_public_key() -> None:

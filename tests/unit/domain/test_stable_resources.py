@@ -7,9 +7,9 @@ from typing import Any
 import msgspec
 import pytest
 
-from dgd.domain.defaulting import default_in_memory
-from dgd.domain.render_errors import RenderError
-from dgd.domain.stable_resources import render_stable_resources
+from dgd.domain.admission.defaulting import default_in_memory
+from dgd.domain.render.errors import RenderError
+from dgd.domain.render.stable_resources import render_stable_resources
 from dgd.messages.config import IngressConfig, OperatorConfig
 from dgd.messages.dgd import DynamoGraphDeployment
 

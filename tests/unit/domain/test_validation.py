@@ -9,12 +9,12 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from dgd.domain.conversion import dgd_to_v1beta1
-from dgd.domain.defaulting import ORIGIN_VERSION, WORKLOAD_PROVIDER
-from dgd.domain.documents import admit_document
-from dgd.domain.errors import FieldError
+from dgd.domain.admission.defaulting import ORIGIN_VERSION, WORKLOAD_PROVIDER
+from dgd.domain.admission.documents import admit_document
+from dgd.domain.admission.errors import FieldError
+from dgd.domain.admission.validation import admit
+from dgd.domain.conversion.dgd import dgd_to_v1beta1
 from dgd.domain.manifests import ManifestError, load_manifests
-from dgd.domain.validation import admit
 from dgd.messages.dgd import API_VERSION
 from tests.upstream import dgd_documents
 

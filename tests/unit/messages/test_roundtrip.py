@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from dgd.domain.conversion import dgd_to_v1beta1
+from dgd.domain.conversion.dgd import dgd_to_v1beta1
 from dgd.messages.dgd import (
     API_VERSION,
     API_VERSION_V1ALPHA1,

@@ -9,7 +9,7 @@ import msgspec
 from dgd.cluster.protocol import Cluster, Scale, ScaleSpec
 from dgd.cluster.resources import CHECKPOINT, DCD, PCLQ, PCS, PCSG, POD, ObjectKey
 from dgd.domain.metadata_keys import GRAPH_NAME
-from dgd.domain.rendering import prepare, render
+from dgd.domain.render.offline import prepare, render
 from dgd.messages import dcd as dcd_messages
 from dgd.messages import grove
 from dgd.messages.base import JSONObject

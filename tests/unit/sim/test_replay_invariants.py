@@ -22,12 +22,12 @@ from dgd.actors.children import grove_scaler
 from dgd.actors.runtime.ref import current_actor
 from dgd.cluster.resources import DCD, DGD
 from dgd.messages.config import OperatorConfig
-from dgd.messages.trace import VERSION, Apply, Capacity, Expect, Header, Kill, ObjectRef, Patch
+from dgd.messages.trace import VERSION, Apply, Capacity, Expect, Header, Kill, ObjectRef, Patch, Trace
 from dgd.sim import WorldSettings
 from dgd.sim.invariants import Invariants
 from dgd.sim.operator import simulated_operator
 from dgd.sim.replay import run_replay
-from dgd.sim.trace_io import Trace, read_trace
+from dgd.sim.trace_io import read_trace
 
 ROOT = Path(__file__).resolve().parents[3]
 NS = "default"

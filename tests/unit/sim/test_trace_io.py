@@ -4,8 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from dgd.messages.trace import VERSION, ApiFault, Apply, Expect, Header, Kill, ObjectRef, Patch
-from dgd.sim.trace_io import Trace, TraceError, read_trace, world_settings, write_trace
+from dgd.messages.trace import (
+    VERSION,
+    ApiFault,
+    Apply,
+    Expect,
+    Header,
+    Kill,
+    ObjectRef,
+    Patch,
+    Trace,
+    write_trace,
+)
+from dgd.sim.trace_io import TraceError, read_trace, world_settings
 
 HEADER = '{"kind": "trace", "version": 1}'
 DGD = ObjectRef("nvidia.com/v1beta1", "DynamoGraphDeployment", "demo", "default")

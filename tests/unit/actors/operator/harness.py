@@ -24,10 +24,10 @@ from dgd.actors.reconciles import Nudge, ReconcileObserver, Workers
 from dgd.actors.runtime import ActorSystem, CountingMetrics, ManualClock, Ref, settle
 from dgd.actors.tree import DGDS, operator_children
 from dgd.cluster.errors import NotFound
-from dgd.cluster.memory import MemoryCluster
+from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.resources import CLUSTER_ROLE, DGD, EVENT, NAMESPACE, PCLQ, PCS, PCSG, SECRET
 from dgd.domain.gates import Gates, effective_config
-from dgd.domain.ssh_keys import KeyPair
+from dgd.domain.render.ssh_keys import KeyPair
 from dgd.messages.config import OperatorConfig
 from dgd.messages.dgd import DynamoGraphDeployment
 from dgd.messages.grove import PodCliqueSet

@@ -7,7 +7,7 @@ import pytest
 
 from dgd.actors.tree import DGDS
 from dgd.cluster.errors import Forbidden, NotFound
-from dgd.cluster.memory import MemoryCluster
+from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.resources import DCD, DGD, PCLQ, PCS, ROLE, SERVICE, SERVICE_ACCOUNT
 from dgd.domain.gates import Gates
 from dgd.messages.dgd import DynamoGraphDeployment

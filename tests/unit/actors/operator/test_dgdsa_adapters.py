@@ -15,13 +15,13 @@ import msgspec
 import pytest
 
 from dgd.actors.cache import Cache, Reader
-from dgd.actors.children.failure import StepFailed
 from dgd.actors.children.scaling_adapters import AdaptersReconciled, ReconcileAdapters, ScalingAdapters
+from dgd.actors.children.step_failed import StepFailed
 from dgd.actors.recorder import Recorder
 from dgd.actors.runtime import ActorSystem, ChildSpec, ManualClock, Ref
 from dgd.cluster.errors import NotFound, ServerError
-from dgd.cluster.faults import Fail
-from dgd.cluster.memory import MemoryCluster
+from dgd.cluster.memory.adapter import MemoryCluster
+from dgd.cluster.memory.faults import Fail
 from dgd.cluster.resources import DGD, DGDSA, EVENT
 from dgd.messages.dgd import DynamoGraphDeployment
 from dgd.messages.dgdsa import DynamoGraphDeploymentScalingAdapter as Adapter

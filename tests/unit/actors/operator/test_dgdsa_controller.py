@@ -18,16 +18,16 @@ import pytest
 from dgd.actors.runtime import CountingMetrics
 from dgd.actors.sync import owner_reference
 from dgd.actors.tree import ADAPTERS, DGDS
-from dgd.cluster.clock import rfc3339
 from dgd.cluster.errors import Conflict, Forbidden, NotFound
-from dgd.cluster.faults import Fail
-from dgd.cluster.memory import MemoryCluster
+from dgd.cluster.memory.adapter import MemoryCluster
+from dgd.cluster.memory.faults import Fail
 from dgd.cluster.resources import CHECKPOINT, DGD, DGDSA, EVENT
 from dgd.domain.adapters import adapter_body
 from dgd.domain.gates import Gates
 from dgd.messages.config import OperatorConfig
 from dgd.messages.dgd import DynamoGraphDeployment
 from dgd.messages.dgdsa import DynamoGraphDeploymentScalingAdapter as Adapter
+from dgd.messages.timestamps import rfc3339
 from tests.unit.actors.operator.harness import NS, Harness, manifest, running_operator
 
 pytestmark = pytest.mark.anyio

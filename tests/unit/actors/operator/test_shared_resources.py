@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from dgd.cluster.resources import CLUSTER_ROLE, PVC, SECRET
-from dgd.domain.conversion import dgd_to_v1beta1
+from dgd.domain.conversion.dgd import dgd_to_v1beta1
 from tests.unit.actors.operator.harness import NS, manifest, running_operator
 
 pytestmark = pytest.mark.anyio

@@ -10,7 +10,7 @@ import pytest
 from dgd.actors.reconciles import Workers
 from dgd.actors.runtime import CountingMetrics
 from dgd.actors.tree import DGDS, INFORMERS
-from dgd.cluster.memory import MemoryCluster
+from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.resources import DGD, NAMESPACE, SERVICE
 from dgd.messages.config import NamespaceConfig, OperatorConfig
 from dgd.messages.dgd import DynamoGraphDeployment

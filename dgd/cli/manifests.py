@@ -1,0 +1,222 @@
+"""The offline commands over manifest files: ``validate``, ``convert``, ``render``, ``crds``.
+
+Exit codes: 0 success, 1 invalid input or a failed check, 2 usage error. Every problem is printed with
+its file, document index, field path and what is allowed; bad input never ends in a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from dgd.domain.admission.documents import admit_document
+from dgd.domain.conversion.dgd import ConversionError, dgd_to_v1beta1
+from dgd.domain.crds import crd_files, render_crds_yaml
+from dgd.domain.manifests import ManifestError, dump_manifests, load_manifests
+from dgd.domain.render.errors import RenderError
+from dgd.domain.render.offline import InvalidInput, prepare, refusals, render
+from dgd.messages.config import ConfigError, OperatorConfig, load_config
+from dgd.messages.dgd import API_VERSION_V1ALPHA1, KIND
+
+EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+
+
+def add_commands(commands: Any) -> None:
+    """Add ``validate``, ``convert``, ``render`` and ``crds`` to the ``dgd-operator`` subcommands."""
+    validate = commands.add_parser(
+        "validate",
+        help="check DGD manifests as the API server and admission webhooks would on create",
+        description=(
+            "Check every DynamoGraphDeployment in the given YAML or JSON files (multi-document; '-' reads "
+            "standard input) as a create: schema, CEL rules and the webhook rules that need no cluster. "
+            "v1alpha1 DGDs are converted first and their errors reported at v1alpha1 paths. Documents of "
+            "other API groups are skipped; an unknown kind in the nvidia.com group is an error. Rules that "
+            "depend on the workload pathway read the nvidia.com/enable-grove annotation (absent: Grove)."
+        ),
+    )
+    validate.add_argument("files", nargs="+", metavar="FILE", help="manifest file, or - for standard input")
+    validate.add_argument("-q", "--quiet", action="store_true", help="print only errors and the summary")
+    validate.set_defaults(run=_validate)
+
+    convert = commands.add_parser(
+        "convert",
+        help="convert v1alpha1 DGDs to v1beta1",
+        description=(
+            "Print FILE with every nvidia.com/v1alpha1 DynamoGraphDeployment converted to nvidia.com/v1beta1 "
+            "(v1alpha1-only data kept in the nvidia.com/dgd-spec annotation, as upstream does). Other "
+            "documents are printed unchanged. '-' reads standard input."
+        ),
+    )
+    convert.add_argument("file", metavar="FILE", help="manifest file, or - for standard input")
+    convert.set_defaults(run=_convert)
+
+    render = commands.add_parser(
+        "render",
+        help="print the objects the operator would create for DGD manifests",
+        description=(
+            "Print, as multi-document YAML in a stable order, the objects the operator would create for "
+            "each DynamoGraphDeployment in FILE ('-' reads standard input): on the Grove pathway the "
+            "PodCliqueSet and its Services and Ingress, on the Component pathway the "
+            "DynamoComponentDeployments. v1alpha1 DGDs are converted first; every DGD is admitted as a "
+            "create, with upstream's webhook defaults applied in memory. Owner references and sync "
+            "bookkeeping annotations are added when the operator writes, so they are not shown. Nothing "
+            "is printed unless every DGD renders."
+        ),
+    )
+    render.add_argument("file", metavar="FILE", help="manifest file, or - for standard input")
+    render.add_argument("--namespace", "-n", metavar="NS", help="namespace the DGDs are created in")
+    render.add_argument("--config", metavar="FILE", type=Path, help="operator configuration file (YAML)")
+    render.add_argument(
+        "--pathway",
+        choices=("grove", "component"),
+        help="workload pathway (default: as the operator chooses: Grove unless nvidia.com/enable-grove is "
+        '"false" or the config disables Grove)',
+    )
+    render.set_defaults(run=_render)
+
+    crds = commands.add_parser(
+        "crds",
+        help="print the CustomResourceDefinitions",
+        description=(
+            "Print the CRDs generated from the operator's data model as multi-document YAML, or write them "
+            "one file per CRD (<group>_<plural>.yaml) into a directory."
+        ),
+    )
+    crds.add_argument("--output-dir", metavar="DIR", type=Path, help="write one file per CRD into DIR")
+    crds.set_defaults(run=_crds)
+
+
+def _read(name: str) -> str:
+    if name == "-":
+        return sys.stdin.read()
+    return Path(name).read_text(encoding="utf-8")
+
+
+def _shown(name: str) -> str:
+    return "<stdin>" if name == "-" else name
+
+
+def _load(name: str, out: TextIO) -> list[Any] | None:
+    """The documents of a manifest file (``-``: standard input), or ``None`` after printing why not."""
+    try:
+        return load_manifests(_read(name))
+    except (OSError, UnicodeDecodeError, ManifestError) as exc:
+        print(f"{_shown(name)}: error: {_reason(exc)}", file=out)
+        return None
+
+
+def _validate(args: argparse.Namespace) -> int:
+    out: TextIO = sys.stdout
+    counts = {"valid": 0, "invalid": 0, "skipped": 0}
+    for name in args.files:
+        shown = _shown(name)
+        documents = _load(name, out)
+        if documents is None:
+            counts["invalid"] += 1
+            continue
+        for index, document in enumerate(documents):
+            verdict = admit_document(document)
+            counts[verdict.outcome] += 1
+            where = f"{shown}#{index} {verdict.label}"
+            if verdict.outcome == "skipped":
+                if not args.quiet:
+                    print(f"{where}: skipped: {verdict.reason}", file=out)
+                continue
+            for error in verdict.errors:
+                print(f"{where}: error: {error}", file=out)
+            if not args.quiet:
+                for warning in verdict.warnings:
+                    print(f"{where}: warning: {warning}", file=out)
+                if verdict.outcome == "valid":
+                    print(f"{where}: valid", file=out)
+    print(f"{counts['valid']} valid, {counts['invalid']} invalid, {counts['skipped']} skipped", file=out)
+    return EXIT_INVALID if counts["invalid"] else EXIT_OK
+
+
+def _convert(args: argparse.Namespace) -> int:
+    shown = _shown(args.file)
+    documents = _load(args.file, sys.stderr)
+    if documents is None:
+        return EXIT_INVALID
+    converted: list[Any] = []
+    failed = False
+    for index, document in enumerate(documents):
+        is_alpha = isinstance(document, dict) and document.get("kind") == KIND
+        if is_alpha and document.get("apiVersion") == API_VERSION_V1ALPHA1:
+            try:
+                document = dgd_to_v1beta1(document)
+            except ConversionError as exc:
+                print(f"{shown}#{index}: error: {exc}", file=sys.stderr)
+                failed = True
+        converted.append(document)
+    if failed:
+        return EXIT_INVALID
+    sys.stdout.write(dump_manifests(converted))
+    return EXIT_OK
+
+
+def _render(args: argparse.Namespace) -> int:
+    shown = _shown(args.file)
+    try:
+        config = load_config(args.config.read_text(encoding="utf-8")) if args.config else OperatorConfig()
+    except (OSError, UnicodeDecodeError, ConfigError) as exc:
+        print(f"{args.config}: error: {_reason(exc)}", file=sys.stderr)
+        return EXIT_INVALID
+    documents = _load(args.file, sys.stderr)
+    if documents is None:
+        return EXIT_INVALID
+    rendered: list[Any] = []
+    failed = False
+    for index, document in enumerate(documents):
+        is_dgd = isinstance(document, dict) and document.get("kind") == KIND
+        if not is_dgd:
+            kind = document.get("kind") if isinstance(document, dict) else None
+            print(f"{shown}#{index}: skipped: {kind or 'document'} is not a {KIND}", file=sys.stderr)
+            continue
+        name = (
+            (document.get("metadata") or {}).get("name")
+            if isinstance(document.get("metadata"), dict)
+            else None
+        )
+        where = f"{shown}#{index} {KIND} {name or '<no name>'}"
+        try:
+            dgd = prepare(document, namespace=args.namespace, config=config, pathway=args.pathway)
+            problems = refusals(dgd, config)
+            if problems:
+                raise InvalidInput([str(problem) for problem in problems])
+            rendered += render(dgd, config=config)
+        except InvalidInput as exc:
+            failed = True
+            for error in exc.errors:
+                print(f"{where}: error: {error}", file=sys.stderr)
+        except RenderError as exc:
+            failed = True
+            print(f"{where}: error: {exc}", file=sys.stderr)
+    if failed:
+        return EXIT_INVALID
+    sys.stdout.write(dump_manifests(rendered))
+    return EXIT_OK
+
+
+def _crds(args: argparse.Namespace) -> int:
+    if args.output_dir is None:
+        sys.stdout.write(render_crds_yaml())
+        return EXIT_OK
+    try:
+        args.output_dir.mkdir(parents=True, exist_ok=True)
+        for name, text in crd_files().items():
+            (args.output_dir / name).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        print(f"{args.output_dir}: error: {_reason(exc)}", file=sys.stderr)
+        return EXIT_INVALID
+    return EXIT_OK
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+    return str(exc)

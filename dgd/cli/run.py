@@ -1,0 +1,445 @@
+"""The ``dgd-operator run`` command: the operator as an in-cluster daemon.
+
+Runs the operator against a Kubernetes API server (in-cluster service account, or a kubeconfig from
+a laptop) with leader election on a Lease, Prometheus metrics, liveness and readiness probes, JSON
+logs and a graceful shutdown on SIGTERM or SIGINT (a second signal exits at once).
+
+Settings come from the flags; a flag left out falls back to the ``--config`` file's key named in
+its help, then to the default shown. Exit codes: 0 stopped on request, 1 the lease was lost, the
+operator failed or the cluster refused to start it (a required feature gate's API missing), 2 usage
+error.
+
+Like ``cli.py``, this module is the command line: it imports ``dgd.daemon`` and, only when it runs,
+the kube adapter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import socket
+import sys
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+import yaml
+from prometheus_client import disable_created_metrics
+
+from dgd.actors.reconciles import DEFAULT_WORKERS
+from dgd.actors.runtime import LoopClock
+from dgd.cluster.errors import ClusterError
+from dgd.cluster.protocol import Cluster
+from dgd.daemon.lease import LeaseTiming
+from dgd.daemon.logs import FORMATS, LEVELS, Format, configure
+from dgd.daemon.metrics import DaemonMetrics
+from dgd.daemon.run import Daemon, DaemonSettings
+from dgd.daemon.servers import AddressError, parse_address
+from dgd.domain.gates import GateError, effective_config, resolve_gates, served_apis
+from dgd.messages.config import RELEASE_NAMESPACE, ConfigError, OperatorConfig, load_config, parse_duration
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+#: What a namespace name is (an RFC 1123 label).
+DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+#: Where a pod finds its own namespace (the default namespace of its lease).
+POD_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+DEFAULT_LEASE_NAME = "dgd-operator"
+#: Seconds within which a second stop signal is taken for a copy of the first.
+DUPLICATE_SIGNAL = 1.0
+
+DESCRIPTION = (
+    "Run the operator against a Kubernetes API server (the in-cluster service account, or a kubeconfig "
+    "from a laptop) with leader election on a Lease, Prometheus metrics, liveness and readiness probes, "
+    "JSON logs and a graceful shutdown on SIGTERM or SIGINT (a second signal exits at once). A flag left "
+    "out falls back to the --config file's key named in its help, then to the default shown."
+)
+
+
+def add_command(commands: Any) -> None:
+    """Add ``run`` to the ``dgd-operator`` parser."""
+    run = commands.add_parser(
+        "run",
+        help="run the operator against a Kubernetes cluster (the in-cluster daemon)",
+        description=DESCRIPTION,
+        epilog="Exit codes: 0 stopped on request, 1 lease lost or operator failed, 2 usage error.",
+    )
+    cluster = run.add_argument_group("cluster")
+    cluster.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        help="kubeconfig file to reach the API server "
+        "(default: $KUBECONFIG, else the in-cluster service account)",
+    )
+    cluster.add_argument(
+        "--namespace",
+        action="append",
+        metavar="NS",
+        help="watch only this namespace; repeat the flag to watch several (namespace-restricted mode: "
+        "no cluster-scoped RBAC is written or needed). Given, the flags replace the config's "
+        "namespace.restricted; default: that key's one namespace if set, else every namespace",
+    )
+    cluster.add_argument(
+        "--qps", type=float, default=20.0, help="client-side rate limit, requests per second (default 20)"
+    )
+    cluster.add_argument("--burst", type=int, default=30, help="client-side rate limit burst (default 30)")
+    cluster.add_argument(
+        "--max-concurrent-reconciles",
+        type=int,
+        default=DEFAULT_WORKERS,
+        metavar="N",
+        help="how many DGDs are reconciled at once; the others wait their turn, first come first served "
+        f"(default {DEFAULT_WORKERS})",
+    )
+    cluster.add_argument("--config", metavar="FILE", type=Path, help="operator configuration file (YAML)")
+
+    serving = run.add_argument_group("metrics and probes")
+    serving.add_argument(
+        "--metrics-addr",
+        metavar="[HOST]:PORT",
+        help="where /metrics is served, 0 to turn it off (config: server.metrics; default :8080)",
+    )
+    serving.add_argument(
+        "--probe-addr",
+        metavar="[HOST]:PORT",
+        help="where /healthz and /readyz are served, 0 to turn them off "
+        "(config: server.healthProbe; default :8081)",
+    )
+
+    election = run.add_argument_group("leader election")
+    election.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        help="run only while holding the lease, so replicas can stand by (config: leaderElection.enabled; "
+        "default on)",
+    )
+    election.add_argument(
+        "--lease-name",
+        metavar="NAME",
+        help=f"name of the Lease (config: leaderElection.id; default {DEFAULT_LEASE_NAME})",
+    )
+    election.add_argument(
+        "--lease-namespace",
+        metavar="NS",
+        help="namespace of the Lease (config: leaderElection.namespace; default: the pod's namespace, else "
+        f"{RELEASE_NAMESPACE})",
+    )
+    election.add_argument(
+        "--lease-duration",
+        default="15s",
+        metavar="DURATION",
+        help="how long standbys wait before taking a lease that was not renewed (default 15s)",
+    )
+    election.add_argument(
+        "--renew-deadline",
+        default="10s",
+        metavar="DURATION",
+        help="how long the leader keeps trying to renew before it stops all work and exits (default 10s)",
+    )
+    election.add_argument(
+        "--retry-period",
+        default="2s",
+        metavar="DURATION",
+        help="how often candidates try the lease (default 2s)",
+    )
+
+    process = run.add_argument_group("process")
+    process.add_argument(
+        "--log-format", choices=FORMATS, help="log line format (config: logging.format; default json)"
+    )
+    process.add_argument(
+        "--log-level", choices=LEVELS, help="lowest level logged (config: logging.level; default info)"
+    )
+    process.add_argument(
+        "--shutdown-timeout",
+        default="30s",
+        metavar="DURATION",
+        help="on SIGTERM, how long in-flight reconciles may take to finish before they are cancelled "
+        "(default 30s)",
+    )
+    process.add_argument(
+        "--record",
+        metavar="FILE",
+        type=Path,
+        help="write what users do to the cluster's graphs while this runs as a trace that `dgd-operator "
+        "sim replay` replays (DGD and adapter changes the operator did not make); written when the "
+        "daemon stops",
+    )
+    process.add_argument(
+        "--instance",
+        metavar="ID",
+        help="this replica's identity in the Lease and in Events (default: HOSTNAME-PID)",
+    )
+    run.set_defaults(run=_run)
+
+
+class Usage(Exception):
+    """Bad flags or configuration: exit 2."""
+
+
+class Options(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything ``run`` needs, settled from the flags, the config file and the defaults."""
+
+    config: OperatorConfig
+    settings: DaemonSettings
+    kubeconfig: str | None
+    qps: float
+    burst: int
+    log_format: Format
+    log_level: str
+    record: Path | None = None
+
+
+def options(args: argparse.Namespace) -> Options:
+    """Settle the flags (see the module); ``Usage`` names the flag or key that is wrong."""
+    text = _read_config(args.config)
+    try:
+        config = load_config(text)
+    except ConfigError as exc:
+        raise Usage(f"{args.config}: {exc}") from exc
+    raw = _raw_config(text)
+    # Namespace-restricted mode: the flags name the watched namespaces; the config's one key is the
+    # switch the operator reads (planner RBAC, validation), so it holds the first of them.
+    namespaces = tuple(dict.fromkeys(args.namespace or ()))
+    for namespace in namespaces:
+        problem = _namespace_problem(namespace)
+        if problem:
+            raise Usage(f"--namespace: {namespace!r} {problem} (leave the flag out for every namespace)")
+    if namespaces:
+        restricted = msgspec.structs.replace(config.namespace, restricted=namespaces[0])
+        config = msgspec.structs.replace(config, namespace=restricted)
+    timing = LeaseTiming(
+        duration=_duration("--lease-duration", args.lease_duration),
+        renew_deadline=_duration("--renew-deadline", args.renew_deadline),
+        retry_period=_duration("--retry-period", args.retry_period),
+    )
+    problems = timing.problems()
+    if problems:
+        raise Usage(f"--lease-duration, --renew-deadline, --retry-period: {'; '.join(problems)}")
+    shutdown = _duration("--shutdown-timeout", args.shutdown_timeout)
+    metrics = args.metrics_addr or f"{config.server.metrics.bind_address}:{config.server.metrics.port}"
+    probes = args.probe_addr or f"{config.server.health_probe.bind_address}:{config.server.health_probe.port}"
+    for flag, address in (("--metrics-addr", metrics), ("--probe-addr", probes)):
+        try:
+            parse_address(address)
+        except AddressError as exc:
+            raise Usage(f"{flag}: {exc}") from exc
+    configured = (raw.get("leaderElection") or {}).get("enabled") if isinstance(raw, dict) else None
+    leader_elect = args.leader_elect if args.leader_elect is not None else configured is not False
+    chosen = args.log_format or config.logging.format or "json"
+    if chosen not in FORMATS:
+        raise Usage(f"{args.config}: logging.format: {chosen!r} is not one of {', '.join(FORMATS)}")
+    log_format: Format = "json" if chosen == "json" else "text"
+    log_level = (args.log_level or config.logging.level or "info").lower()
+    if log_level not in LEVELS:
+        raise Usage(f"{args.config}: logging.level: {log_level!r} is not one of {', '.join(LEVELS)}")
+    if args.qps <= 0 or args.burst <= 0:
+        raise Usage("--qps and --burst must be positive")
+    if args.max_concurrent_reconciles < 1:
+        raise Usage(f"--max-concurrent-reconciles: {args.max_concurrent_reconciles} must be at least 1")
+    settings = DaemonSettings(
+        instance=args.instance or f"{socket.gethostname()}-{os.getpid()}",
+        metrics_address=metrics,
+        probe_address=probes,
+        leader_elect=leader_elect,
+        lease_name=args.lease_name or config.leader_election.id or DEFAULT_LEASE_NAME,
+        lease_namespace=args.lease_namespace or config.leader_election.namespace or _pod_namespace(),
+        timing=timing,
+        shutdown_timeout=shutdown,
+        namespaces=namespaces,
+        max_concurrent_reconciles=args.max_concurrent_reconciles,
+    )
+    return Options(
+        config=config,
+        settings=settings,
+        kubeconfig=args.kubeconfig or os.environ.get("KUBECONFIG") or None,
+        qps=args.qps,
+        burst=args.burst,
+        log_format=log_format,
+        log_level=log_level,
+        record=_record_path(args.record),
+    )
+
+
+def _read_config(path: Path | None) -> str:
+    if path is None:
+        return ""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise Usage(f"--config: {path}: {getattr(exc, 'strerror', None) or exc}") from exc
+
+
+def _raw_config(text: str) -> Any:
+    # Only to tell a key set to its default from a key left out (load_config has checked the text).
+    return yaml.safe_load(text) if text.strip() else {}
+
+
+def _duration(flag: str, text: str) -> float:
+    try:
+        seconds = float(text) if text.replace(".", "", 1).isdigit() else parse_duration(text)
+    except ValueError as exc:
+        raise Usage(f"{flag}: {exc}") from exc
+    if seconds <= 0:
+        raise Usage(f"{flag}: {text!r} must be positive")
+    return seconds
+
+
+def _record_path(path: Path | None) -> Path | None:
+    """``--record``'s file, checked writable now rather than found unwritable at the end."""
+    if path is None:
+        return None
+    try:
+        with path.open("ab"):
+            pass
+    except OSError as exc:
+        raise Usage(f"--record: {path}: {exc.strerror or exc}") from exc
+    return path
+
+
+def _namespace_problem(name: str) -> str:
+    """Why ``name`` cannot be a namespace (an RFC 1123 label), or ``""``."""
+    if not name:
+        return "is empty: a namespace name is required"
+    if len(name) > 63:
+        return f"is {len(name)} characters long: a namespace name has at most 63"
+    if not DNS_LABEL.fullmatch(name):
+        return (
+            "is not a valid namespace name: lower-case letters, digits and '-', "
+            "starting and ending alphanumeric"
+        )
+    return ""
+
+
+def _pod_namespace() -> str:
+    try:
+        return POD_NAMESPACE_FILE.read_text(encoding="utf-8").strip() or RELEASE_NAMESPACE
+    except OSError:
+        return RELEASE_NAMESPACE
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        settled = options(args)
+    except Usage as exc:
+        print(f"dgd-operator run: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    # As controller-runtime's registry: no ``_created`` series beside every counter and histogram.
+    disable_created_metrics()  # type: ignore[no-untyped-call]
+    metrics = DaemonMetrics(LoopClock())
+    configure(settled.log_format, settled.log_level, reconcile_id=metrics.reconcile_id)
+    try:
+        code: int = anyio.run(
+            _main, settled, metrics, backend="asyncio", backend_options={"use_uvloop": True}
+        )
+    except KeyboardInterrupt:
+        return EXIT_FAILED
+    return code
+
+
+async def _main(settled: Options, metrics: DaemonMetrics) -> int:
+    try:
+        async with connect(settled.kubeconfig, qps=settled.qps, burst=settled.burst) as connected:
+            cluster, election, served = connected
+            return await serve(cluster, served, settled, metrics=metrics, election_cluster=election)
+    except AdapterMissing as exc:
+        print(f"dgd-operator run: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except ClusterError as exc:
+        print(f"dgd-operator run: error: cannot start against the cluster: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+async def serve(
+    cluster: Cluster,
+    group_versions: Sequence[str],
+    settled: Options,
+    *,
+    metrics: DaemonMetrics | None = None,
+    election_cluster: Cluster | None = None,
+) -> int:
+    """Resolve the feature gates against what the cluster serves, then run the daemon until a signal
+    (or its own end). The testable part of ``run``: any ``Cluster`` will do."""
+    try:
+        gates = resolve_gates(settled.config, served_apis(group_versions))
+    except GateError as exc:
+        print(f"dgd-operator run: error: the operator cannot start: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    config = effective_config(settled.config, gates)
+    recorder = None
+    if settled.record is not None:
+        from dgd.daemon.recorder import DaemonRecorder
+
+        recorder = DaemonRecorder(settled.record, config=config, clock=anyio.current_time)
+    daemon = Daemon(
+        cluster,
+        config=config,
+        settings=settled.settings,
+        metrics=metrics,
+        election_cluster=election_cluster,
+        recorder=recorder,
+    )
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_signals, daemon)
+        try:
+            code = await daemon.run()
+        except OSError as exc:  # a server's address is taken or not ours
+            print(f"dgd-operator run: error: {exc.strerror or exc}", file=sys.stderr)
+            code = EXIT_FAILED
+        tg.cancel_scope.cancel()
+    return code
+
+
+async def _signals(daemon: Daemon) -> None:
+    # The first SIGTERM or SIGINT stops gracefully; a second one exits at once (controller-runtime's
+    # rule), unless it came within a second of the first: the same signal sent to the process and
+    # to its process group (as `timeout` and some shells do) arrives twice.
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as received:
+        first: float | None = None
+        async for signum in received:
+            now = anyio.current_time()
+            if first is None:
+                first = now
+                daemon.stop()
+            elif now - first > DUPLICATE_SIGNAL:
+                print(f"dgd-operator run: {signal.Signals(signum).name} again: exiting now", file=sys.stderr)
+                os._exit(EXIT_FAILED)
+
+
+class AdapterMissing(Exception):
+    """The kube adapter is not part of this build."""
+
+
+#: Seconds a watch request asks the server to keep the stream open (the informer then resumes it).
+WATCH_TIMEOUT = 600.0
+#: Seconds of silence after which the kube adapter ends a watch as stalled (the informer then resumes
+#: it). API servers send a bookmark about every minute to a watch that asks for them, as ours do.
+WATCH_IDLE_TIMEOUT = 300.0
+
+
+@asynccontextmanager
+async def connect(
+    kubeconfig: str | None, *, qps: float, burst: int
+) -> AsyncIterator[tuple[Cluster, Cluster, list[str]]]:
+    """Two kube adapter clients for ``kubeconfig`` (``None``: ``$KUBECONFIG`` or in-cluster) — the
+    operator's, rate-limited by ``qps``/``burst``, and the leader elector's, not limited (as in
+    controller-runtime, lease renewals never queue behind the operator's requests) — and the
+    ``group/version`` s the API server serves (API discovery). The adapter is imported only here."""
+    try:
+        from dgd.cluster.kube.adapter import KubeCluster
+    except ImportError as exc:
+        raise AdapterMissing(
+            f"the Kubernetes adapter (dgd.cluster.kube.adapter) is not available: {exc}"
+        ) from exc
+    operator = await KubeCluster.from_config(
+        kubeconfig, qps=qps, burst=burst, watch_idle_timeout=WATCH_IDLE_TIMEOUT, watch_timeout=WATCH_TIMEOUT
+    )
+    async with operator, await KubeCluster.from_config(kubeconfig, qps=None) as election:
+        served = await operator.group_versions()
+        yield operator, election, served

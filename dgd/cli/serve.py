@@ -1,0 +1,235 @@
+"""The ``dgd-operator sim serve`` command: the simulated cluster as a Kubernetes API server, for kubectl.
+
+``sim serve`` starts the in-memory API server with what a simulated cluster starts with (namespaces,
+ClusterRoles, the MPI secret, and the CRDs of every kind it serves, so ``kubectl get dgd`` prints
+their columns), serves it over the Kubernetes REST API (``dgd.sim.apiserver.server``) and, unless
+``--no-world``, runs the simulated Grove, DCD, checkpoint and pod controllers against it in real
+time: timestamps and delays are wall-clock. ``--operator`` also runs the operator in this process;
+otherwise point one at it: ``dgd-operator run --kubeconfig PATH``. ``--write-kubeconfig PATH``
+writes a kubeconfig for ``kubectl --kubeconfig PATH`` (``--token``: clients must send it).
+
+It prints where it listens and runs until SIGINT or SIGTERM, then exits 0 (1 if the operator
+cannot start, 2 for usage errors). Like ``cli.py``, this module is the command line: it may import
+``dgd.sim`` and the operator's actors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import random
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+
+from dgd.actors.reconciles import DEFAULT_WORKERS, Workers
+from dgd.actors.runtime import ActorSystem, ChildSpec, LoopClock, Supervision, Supervisor
+from dgd.actors.tree import operator_children
+from dgd.cluster.errors import AlreadyExists
+from dgd.cluster.memory.adapter import MemoryCluster
+from dgd.cluster.protocol import Cluster
+from dgd.cluster.resources import DEFAULT_RESOURCES
+from dgd.domain.crds import all_crds
+from dgd.domain.gates import GateError, effective_config, resolve_gates, served_apis
+from dgd.domain.render.ssh_keys import rsa_key_pair
+from dgd.messages.config import ConfigError, OperatorConfig, load_config
+from dgd.messages.timestamps import wall_clock
+from dgd.sim import WorldSettings
+from dgd.sim import run as run_loop
+from dgd.sim.apiserver.catalog import CUSTOM_RESOURCE_DEFINITION
+from dgd.sim.apiserver.server import Facade, serve, write_kubeconfig
+from dgd.sim.world.bootstrap import Discovery, bootstrap
+from dgd.sim.world.checkpoint import CheckpointController
+from dgd.sim.world.controller import WorldController
+from dgd.sim.world.dcd import DCDController
+from dgd.sim.world.grove import GroveController
+from dgd.sim.world.pods import PodLifecycle
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+#: Every kind the served cluster stores: the simulation's, and the CRDs that describe them.
+SERVED_RESOURCES = (*DEFAULT_RESOURCES, CUSTOM_RESOURCE_DEFINITION)
+
+#: Changes the served API server keeps for watches to resume from, and lets a watch fall behind.
+HISTORY = 10_000
+
+
+def add_commands(commands: Any) -> None:
+    """Add ``serve`` to the ``sim`` command of the ``dgd-operator`` parser (``cli_sim`` adds ``sim``)."""
+    sim_commands = _subcommands(commands.choices["sim"])
+    parser = sim_commands.add_parser(
+        "serve",
+        help="serve a simulated cluster over the Kubernetes API, for kubectl and dgd-operator run",
+        description=(
+            "Serve an in-memory Kubernetes API server (with the simulation's starting objects and the CRDs) "
+            "over the Kubernetes REST API, and run the simulated Grove, DCD, checkpoint and pod controllers "
+            "against it in real time, so kubectl and 'dgd-operator run --kubeconfig PATH' can use it. Prints "
+            "where it listens; runs until SIGINT or SIGTERM."
+        ),
+        epilog="Exit codes: 0 stopped by SIGINT/SIGTERM, 1 the operator cannot start, 2 usage error.",
+    )
+    parser.add_argument(
+        "--port", type=int, default=0, metavar="PORT", help="TCP port to listen on (default 0: any free port)"
+    )
+    parser.add_argument(
+        "--host", default="127.0.0.1", metavar="HOST", help="address to listen on (default 127.0.0.1)"
+    )
+    parser.add_argument(
+        "--write-kubeconfig", type=Path, metavar="PATH", help="write a kubeconfig for this server to PATH"
+    )
+    parser.add_argument(
+        "--namespace",
+        default="default",
+        metavar="NS",
+        help="namespace of the kubeconfig's context (default default)",
+    )
+    parser.add_argument(
+        "--token", metavar="TOKEN", help="require this bearer token (written to the kubeconfig)"
+    )
+    parser.add_argument(
+        "--no-world",
+        action="store_true",
+        help="do not run the simulated Grove, DCD, checkpoint and pod controllers",
+    )
+    parser.add_argument("--operator", action="store_true", help="also run the operator in this process")
+    parser.add_argument(
+        "--seed", type=int, default=0, metavar="N", help="seed of uids and generated names (default 0)"
+    )
+    parser.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="operator configuration file (YAML): bootstrap objects, gates",
+    )
+    parser.add_argument(
+        "--world",
+        type=Path,
+        metavar="FILE",
+        help="world settings file (YAML: schedule_delay, ready_delay, capacity, namespaces, ...)",
+    )
+    parser.set_defaults(run=_serve)
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> Any:
+    """The subcommands action of ``parser`` (argparse keeps no public handle on it)."""
+    return next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
+
+
+class _Usage(Exception):
+    """Unreadable or invalid files: exit 2."""
+
+
+def _serve(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        config = load_config(args.config.read_text(encoding="utf-8")) if args.config else OperatorConfig()
+        settings = _settings(args.world)
+    except (OSError, ConfigError, _Usage) as exc:
+        print(f"dgd-operator sim serve: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if not 0 <= args.port <= 65535:
+        print("dgd-operator sim serve: error: --port must be between 0 and 65535", file=sys.stderr)
+        return EXIT_USAGE
+    server = _Server(args, config, settings)
+    try:
+        return run_loop(server.main, virtual=False, use_uvloop=True)
+    except GateError as exc:
+        print(f"dgd-operator sim serve: error: the operator cannot start: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except OSError as exc:
+        print(
+            f"dgd-operator sim serve: error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr
+        )
+        return EXIT_FAILED
+
+
+def _settings(path: Path | None) -> WorldSettings:
+    if path is None:
+        return WorldSettings()
+    try:
+        return msgspec.yaml.decode(path.read_bytes(), type=WorldSettings)
+    except msgspec.DecodeError as exc:
+        raise _Usage(f"{path}: {exc}") from None
+
+
+class _Server:
+    """One ``sim serve`` run: the API server, its bootstrap, the world (and operator), the facade."""
+
+    def __init__(self, args: argparse.Namespace, config: OperatorConfig, settings: WorldSettings) -> None:
+        self._args = args
+        self._config = config
+        self._settings = settings
+        self._seeds = random.Random(args.seed)
+
+    async def main(self) -> int:
+        cluster = MemoryCluster(
+            resources=SERVED_RESOURCES,
+            clock=wall_clock,
+            rng=random.Random(self._seeds.getrandbits(64)),
+            history_size=HISTORY,
+            watch_buffer=HISTORY,
+        )
+        # What the cluster starts with, written by the world's own client.
+        world = cluster.client()
+        discovery = await bootstrap(world, self._settings, self._config)
+        for crd in all_crds():
+            with contextlib.suppress(AlreadyExists):
+                await world.create(CUSTOM_RESOURCE_DEFINITION, crd)
+        children: list[ChildSpec[Any]] = []
+        if not self._args.no_world:
+            children.append(ChildSpec("world", lambda: self._world(world, discovery), shutdown=30.0))
+        if self._args.operator:
+            children += self._operator(cluster.client(), discovery)
+        system = ActorSystem(children, clock=LoopClock(), random=random.Random(self._seeds.getrandbits(64)))
+        facade = Facade(cluster, resources=SERVED_RESOURCES, token=self._args.token)
+        async with system, serve(facade, self._args.host, self._args.port) as url:
+            self._announce(url)
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for _ in signals:
+                    break
+        print("dgd-operator sim serve: stopped", flush=True)
+        return EXIT_OK
+
+    def _announce(self, url: str) -> None:
+        print(f"dgd-operator sim serve: serving the simulated cluster at {url}", flush=True)
+        path = self._args.write_kubeconfig
+        if path is not None:
+            write_kubeconfig(path, url, token=self._args.token, namespace=self._args.namespace)
+            print(f"dgd-operator sim serve: kubeconfig written to {path}", flush=True)
+            print(f"  try: kubectl --kubeconfig {path} get dynamographdeployments", flush=True)
+
+    def _world(self, cluster: Cluster, discovery: Discovery) -> Supervisor:
+        """The simulated controllers, on the wall clock (as ``SimulatedCluster`` runs them on its own)."""
+
+        def current() -> WorldSettings:
+            return self._settings
+
+        def spec(name: str, kind: type[WorldController]) -> ChildSpec[Any]:
+            return ChildSpec(name, lambda: kind(cluster, current, wall_clock))
+
+        specs = [spec("pods", PodLifecycle)]
+        if discovery.serves("grove.io"):
+            specs.append(spec("grove", GroveController))
+        specs += [spec("dcd", DCDController), spec("checkpoints", CheckpointController)]
+        return Supervisor(specs, Supervision(intensity=20, period=60.0))
+
+    def _operator(self, cluster: Cluster, discovery: Discovery) -> list[ChildSpec[Any]]:
+        gates = resolve_gates(self._config, served_apis(discovery.group_versions))
+        keys = random.Random(self._seeds.getrandbits(64))
+        return list(
+            operator_children(
+                cluster,
+                config=effective_config(self._config, gates),
+                wall=wall_clock,
+                instance="dgd-operator-sim",
+                keys=lambda: rsa_key_pair(keys),
+                workers=Workers(DEFAULT_WORKERS),
+            )
+        )

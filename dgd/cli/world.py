@@ -1,0 +1,293 @@
+"""The ``dgd-operator sim world`` command: the simulation's world models against any API server.
+
+Like kwok does for nodes, ``sim world --kubeconfig PATH`` plays, against a Kubernetes API server
+reached through the kube adapter, the controllers a DGD needs but the operator does not run: the
+simulated Grove (PodCliqueSets to PodCliques, scaling groups and pods), the DCD controller, the
+DynamoCheckpoint job controller, and the scheduler and kubelets of their pods. So a DGD can reach
+``successful`` on a cluster with no GPUs and no Grove: only the CRDs are needed.
+
+Each controller runs when its API is served (Grove: the ``grove.io`` group; DCDs and checkpoints:
+their resources answer a list); the pods' always. Time is the wall clock. ``--namespace`` limits
+every controller to one namespace. It runs until SIGINT or SIGTERM, then exits 0 (1 when the API
+server cannot be reached, 2 for usage errors). Like ``cli.py``, this module is the command line: it
+may import ``dgd.sim`` and the kube adapter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+import msgspec
+
+from dgd.actors.runtime import ActorSystem, ChildSpec, LoopClock, Supervision, Supervisor
+from dgd.cluster.errors import ClusterError, NotFound
+from dgd.cluster.protocol import Cluster, ObjectList, Preconditions, Propagation, Scale, Watch
+from dgd.cluster.resources import CHECKPOINT, DCD, ObjectKey, Resource
+from dgd.messages.base import JSONObject
+from dgd.messages.meta import Event
+from dgd.messages.timestamps import wall_clock
+from dgd.sim import WorldSettings
+from dgd.sim import run as run_loop
+from dgd.sim.world.checkpoint import CheckpointController
+from dgd.sim.world.controller import WorldController
+from dgd.sim.world.dcd import DCDController
+from dgd.sim.world.grove import GroveController
+from dgd.sim.world.pods import PodLifecycle
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+T = TypeVar("T")
+
+DESCRIPTION = (
+    "Run the simulation's world models against a Kubernetes API server, in real time, as kwok does for "
+    "nodes: the simulated Grove (when grove.io is served), the DCD controller, the DynamoCheckpoint job "
+    "controller (when their resources are served) and the scheduler and kubelets of their pods. Apply the "
+    "CRDs first (deploy/crds/; for Grove, the Grove CRDs). Runs until SIGINT or SIGTERM."
+)
+
+
+def add_commands(commands: Any) -> None:
+    """Add ``world`` to the ``sim`` command of the ``dgd-operator`` parser (``cli_sim`` adds ``sim``)."""
+    sim = commands.choices["sim"]
+    sim_commands = next(a for a in sim._actions if isinstance(a, argparse._SubParsersAction))
+    parser = sim_commands.add_parser(
+        "world",
+        help="run the simulated Grove, DCD, checkpoint and pod controllers against any API server",
+        description=DESCRIPTION,
+        epilog="Exit codes: 0 stopped by SIGINT/SIGTERM, 1 the API server cannot be reached, 2 usage error.",
+    )
+    parser.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        help="kubeconfig of the API server (default: $KUBECONFIG, else the in-cluster service account, "
+        "else ~/.kube/config)",
+    )
+    parser.add_argument("--context", metavar="NAME", help="kubeconfig context (default: the current one)")
+    parser.add_argument(
+        "--namespace", metavar="NS", help="act only in this namespace (default: every namespace)"
+    )
+    parser.add_argument(
+        "--world",
+        type=Path,
+        metavar="FILE",
+        help="world settings file (YAML: schedule_delay, ready_delay, capacity, ...); flags override it",
+    )
+    defaults = WorldSettings()
+    for flag, field, what in (
+        ("--schedule-delay", "schedule_delay", "seconds from a pod's creation to its binding"),
+        ("--ready-delay", "ready_delay", "seconds from a pod's binding to Running and Ready"),
+        ("--termination-delay", "termination_delay", "seconds a deleted pod takes to terminate"),
+        ("--checkpoint-delay", "checkpoint_delay", "seconds a checkpoint job takes"),
+    ):
+        parser.add_argument(
+            flag,
+            type=float,
+            metavar="SECONDS",
+            dest=field,
+            help=f"{what} (default {getattr(defaults, field):g})",
+        )
+    parser.add_argument(
+        "--checkpoint-outcome",
+        choices=("Ready", "Failed"),
+        help="how checkpoint jobs end (default Ready)",
+    )
+    parser.add_argument(
+        "--capacity",
+        type=int,
+        metavar="PODS",
+        help="pods that may run at once; the rest stay pending (default: no limit)",
+    )
+    parser.add_argument(
+        "--qps", type=float, default=50.0, help="client-side rate limit, requests per second (default 50)"
+    )
+    parser.add_argument("--burst", type=int, default=100, help="client-side rate limit burst (default 100)")
+    parser.set_defaults(run=_world)
+
+
+class _Usage(Exception):
+    """Unreadable or invalid settings: exit 2."""
+
+
+def settings(args: argparse.Namespace) -> WorldSettings:
+    """The world settings: the ``--world`` file's, then each flag given."""
+    base = WorldSettings()
+    if args.world is not None:
+        try:
+            base = msgspec.yaml.decode(args.world.read_bytes(), type=WorldSettings)
+        except (OSError, msgspec.DecodeError) as exc:
+            raise _Usage(f"--world: {args.world}: {exc}") from None
+    changes = {
+        field: getattr(args, field)
+        for field in ("schedule_delay", "ready_delay", "termination_delay", "checkpoint_delay")
+        if getattr(args, field) is not None
+    }
+    if args.checkpoint_outcome is not None:
+        changes["checkpoint_outcome"] = args.checkpoint_outcome
+    if args.capacity is not None:
+        changes["capacity"] = args.capacity
+    try:
+        return msgspec.convert(msgspec.to_builtins(msgspec.structs.replace(base, **changes)), WorldSettings)
+    except msgspec.ValidationError as exc:
+        raise _Usage(str(exc)) from None
+
+
+def _world(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        chosen = settings(args)
+    except _Usage as exc:
+        print(f"dgd-operator sim world: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.qps <= 0 or args.burst <= 0:
+        print("dgd-operator sim world: error: --qps and --burst must be positive", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        code: int = run_loop(_main, args, chosen, virtual=False, use_uvloop=True)
+    except ClusterError as exc:
+        print(f"dgd-operator sim world: error: cannot reach the API server: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    return code
+
+
+async def _main(args: argparse.Namespace, chosen: WorldSettings) -> int:
+    from dgd.cluster.kube.adapter import KubeCluster
+
+    async with await KubeCluster.from_config(
+        args.kubeconfig, context=args.context, qps=args.qps, burst=args.burst
+    ) as kube:
+        served = await kube.group_versions()
+        cluster: Cluster = Namespaced(kube, args.namespace) if args.namespace else kube
+        controllers = await _controllers(cluster, served)
+
+        def current() -> WorldSettings:
+            return chosen
+
+        def spec(name: str, kind: type[WorldController]) -> ChildSpec[Any]:
+            return ChildSpec(name, lambda: kind(cluster, current, wall_clock))
+
+        world = Supervisor(
+            [spec(name, kind) for name, kind in controllers], Supervision(intensity=20, period=60.0)
+        )
+        system = ActorSystem([ChildSpec("world", lambda: world, shutdown=30.0)], clock=LoopClock())
+        where = f"namespace {args.namespace}" if args.namespace else "every namespace"
+        names = ", ".join(name for name, _ in controllers)
+        async with system:
+            print(f"dgd-operator sim world: running {names} in {where}", flush=True)
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for _ in signals:
+                    break
+    print("dgd-operator sim world: stopped", flush=True)
+    return EXIT_OK
+
+
+async def _controllers(cluster: Cluster, served: list[str]) -> list[tuple[str, type[WorldController]]]:
+    """The world models whose APIs the cluster serves, in the simulation's order."""
+    found: list[tuple[str, type[WorldController]]] = [("pods", PodLifecycle)]
+    if any(gv.startswith("grove.io/") for gv in served):
+        found.append(("grove", GroveController))
+    for name, kind, resource in (
+        ("dcd", DCDController, DCD),
+        ("checkpoints", CheckpointController, CHECKPOINT),
+    ):
+        if f"{resource.group}/{resource.version}" in served and await _serves(cluster, resource):
+            found.append((name, kind))
+        else:
+            missing = f"{resource.plural}.{resource.group}"
+            print(f"dgd-operator sim world: {missing} is not served: no {name} controller", flush=True)
+    return found
+
+
+async def _serves(cluster: Cluster, resource: Resource[Any]) -> bool:
+    try:
+        await cluster.list(resource)
+    except NotFound:
+        return False
+    return True
+
+
+class Namespaced:
+    """The cluster port with every list and watch of a namespaced kind narrowed to one namespace."""
+
+    def __init__(self, inner: Cluster, namespace: str) -> None:
+        self._inner = inner
+        self._namespace = namespace
+
+    def _where(self, resource: Resource[Any], namespace: str | None) -> str | None:
+        return namespace or (self._namespace if resource.namespaced else None)
+
+    async def get(self, key: ObjectKey[T]) -> T:
+        return await self._inner.get(key)
+
+    async def list(
+        self, resource: Resource[T], *, namespace: str | None = None, label_selector: str | None = None
+    ) -> ObjectList[T]:
+        where = self._where(resource, namespace)
+        return await self._inner.list(resource, namespace=where, label_selector=label_selector)
+
+    def watch(
+        self,
+        resource: Resource[T],
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        resource_version: str | None = None,
+        bookmarks: bool = False,
+    ) -> Watch[T]:
+        return self._inner.watch(
+            resource,
+            namespace=self._where(resource, namespace),
+            label_selector=label_selector,
+            resource_version=resource_version,
+            bookmarks=bookmarks,
+        )
+
+    async def create(self, resource: Resource[T], obj: T) -> T:
+        return await self._inner.create(resource, obj)
+
+    async def replace(self, resource: Resource[T], obj: T) -> T:
+        return await self._inner.replace(resource, obj)
+
+    async def patch(self, key: ObjectKey[T], patch: JSONObject, *, resource_version: str | None = None) -> T:
+        return await self._inner.patch(key, patch, resource_version=resource_version)
+
+    async def delete(
+        self,
+        key: ObjectKey[T],
+        *,
+        propagation: Propagation | None = None,
+        preconditions: Preconditions | None = None,
+    ) -> T | None:
+        return await self._inner.delete(key, propagation=propagation, preconditions=preconditions)
+
+    async def replace_status(self, resource: Resource[T], obj: T) -> T:
+        return await self._inner.replace_status(resource, obj)
+
+    async def patch_status(
+        self, key: ObjectKey[T], patch: JSONObject, *, resource_version: str | None = None
+    ) -> T:
+        return await self._inner.patch_status(key, patch, resource_version=resource_version)
+
+    async def get_scale(self, key: ObjectKey[T]) -> Scale:
+        return await self._inner.get_scale(key)
+
+    async def replace_scale(self, key: ObjectKey[T], scale: Scale) -> Scale:
+        return await self._inner.replace_scale(key, scale)
+
+    async def bind(self, key: ObjectKey[T], node: str) -> None:
+        await self._inner.bind(key, node)
+
+    async def emit(self, event: Event) -> Event:
+        return await self._inner.emit(event)
+
+
+if TYPE_CHECKING:
+    # mypy proves the narrowed view implements the port.
+    def _check(cluster: Namespaced) -> Cluster:
+        return cluster

@@ -1,0 +1,172 @@
+"""One HTTP request of the kube adapter: paths, the rate limit, the call through kubernetes-asyncio, errors.
+
+Requests go through ``ApiClient.call_api`` with ``_preload_content=False``: the client adds the
+server URL, TLS and credentials (refreshing a rotating service-account token), and hands back the
+raw response, whose bytes the adapter decodes straight into msgspec Structs — the client's own
+model objects are never built. The content type is always set explicitly (the client's default for
+a dict body would be a JSON patch).
+
+A refused request raises the port error of its ``Status`` (``errors.error_from_status``), completed
+with what the request was about (kind, namespace, name), and a 429's ``Retry-After`` header;
+an unreachable server is ``ServerError``, a request that timed out ``Timeout``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+import msgspec
+from kubernetes_asyncio.client import ApiClient
+
+from dgd.cluster.errors import (
+    ClusterError,
+    Forbidden,
+    Invalid,
+    ServerError,
+    Timeout,
+    TooManyRequests,
+    error_from_status,
+)
+from dgd.cluster.kube.rate import RateLimiter
+from dgd.cluster.resources import Resource
+
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+
+Query = Sequence[tuple[str, str]]
+
+
+class Subject(msgspec.Struct, frozen=True):
+    """What a request is about, to complete the errors it may raise."""
+
+    resource: Resource[Any]
+    namespace: str | None = None
+    name: str | None = None
+
+
+def path(
+    resource: Resource[Any], namespace: str | None = None, name: str | None = None, sub: str = ""
+) -> str:
+    """``/api/v1/...`` or ``/apis/<group>/<version>/...``, down to the object and its subresource."""
+    parts = [f"/apis/{resource.group}/{resource.version}" if resource.group else f"/api/{resource.version}"]
+    if resource.namespaced and namespace:
+        parts.append(f"namespaces/{quote(namespace, safe='')}")
+    parts.append(resource.plural)
+    if name is not None:
+        parts.append(quote(name, safe=""))
+    if sub:
+        parts.append(sub)
+    return "/".join(parts)
+
+
+class Transport:
+    """Sends requests for the adapter: rate-limited, timed out after ``timeout`` seconds."""
+
+    def __init__(self, api: ApiClient, *, limiter: RateLimiter | None, timeout: float | None) -> None:
+        self.api = api
+        self._limiter = limiter
+        self._timeout = aiohttp.ClientTimeout(total=timeout)
+        self._streaming = aiohttp.ClientTimeout(total=None, sock_connect=timeout)
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        subject: Subject,
+        *,
+        query: Query = (),
+        body: Any = None,
+        content_type: str = JSON,
+    ) -> bytes:
+        """The response body of a successful request (any 2xx); the port error otherwise."""
+        response = await self.open(method, url, subject, query=query, body=body, content_type=content_type)
+        try:
+            return await response.read()
+        except (aiohttp.ClientError, TimeoutError) as error:
+            raise _unreachable(error) from None
+        finally:
+            response.release()
+
+    async def open(
+        self,
+        method: str,
+        url: str,
+        subject: Subject,
+        *,
+        query: Query = (),
+        body: Any = None,
+        content_type: str = JSON,
+        stream: bool = False,
+    ) -> aiohttp.ClientResponse:
+        """The response of a successful request, its body unread (the caller releases it)."""
+        if self._limiter is not None:
+            await self._limiter.acquire()
+        try:
+            response: aiohttp.ClientResponse = await self.api.call_api(
+                url,
+                method,
+                query_params=list(query),
+                header_params={"Content-Type": content_type, "Accept": JSON},
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=self._streaming if stream else self._timeout,
+            )
+        except (aiohttp.ClientError, TimeoutError) as error:
+            raise _unreachable(error) from None
+        if 200 <= response.status < 300:
+            return response
+        try:
+            data = await response.read()
+        except (aiohttp.ClientError, TimeoutError):
+            data = b""
+        finally:
+            response.release()
+        raise refusal(response.status, data, response.headers.get("Retry-After"), subject)
+
+
+def refusal(code: int, data: bytes, retry_after: str | None, subject: Subject) -> ClusterError:
+    """The port error for an error response: its ``Status`` if it has one, its code otherwise."""
+    try:
+        status = msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        status = None
+    if not isinstance(status, dict) or status.get("kind") != "Status":
+        text = data.decode("utf-8", "replace").strip()[:500]
+        status = {"code": code, "message": text or f"HTTP {code}"}
+    status.setdefault("code", code)
+    return complete(status_error(status, retry_after), subject)
+
+
+def status_error(status: dict[str, Any], retry_after: str | None = None) -> ClusterError:
+    """The port error of a ``Status`` (also an ``ERROR`` watch event's)."""
+    code = int(status.get("code") or 500)
+    message = str(status.get("message") or "")
+    if code == 401:
+        return Forbidden(f"Unauthorized: {message}")
+    if code in (405, 406, 413, 415):
+        return Invalid(message, bad_request=True)
+    error = error_from_status(status)
+    if isinstance(error, TooManyRequests) and retry_after:
+        with contextlib.suppress(ValueError):
+            error.retry_after = float(retry_after)
+    return error
+
+
+def complete(error: ClusterError, subject: Subject) -> ClusterError:
+    """``error`` naming the request's kind, namespace and name where its ``Status`` did not."""
+    error.kind = subject.resource.kind
+    if subject.resource.namespaced:
+        error.namespace = error.namespace or subject.namespace
+    error.name = error.name or subject.name
+    return error
+
+
+def _unreachable(error: BaseException) -> ClusterError:
+    if isinstance(error, TimeoutError):
+        return Timeout(f"the API server did not answer in time: {error!r}")
+    return ServerError(f"cannot reach the API server: {error}")

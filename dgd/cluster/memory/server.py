@@ -1,0 +1,301 @@
+"""The memory API server's verbs, with Kubernetes semantics, as synchronous calls on JSON.
+
+Each call is atomic: it reads, checks preconditions, applies the verb's strategy, validates, writes
+through the store, then lets the garbage collector settle, all without yielding. ``memory.py``
+wraps these calls in the async port (faults, latency, Struct encoding).
+
+Rules enforced here: ``AlreadyExists`` on a taken name; ``NotFound`` for a missing object or a
+subresource the kind does not have; ``Conflict`` on a stale resourceVersion or a failed delete
+precondition; a write that changes nothing is a no-op (same resourceVersion, no watch event);
+delete with finalizers only marks the object (deletionTimestamp), and an update that removes the
+last finalizer of such an object deletes it.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from dgd.cluster import merge_patch
+from dgd.cluster.errors import AlreadyExists, Cause, Conflict, Invalid, NotFound
+from dgd.cluster.memory.garbage import GarbageCollector
+from dgd.cluster.memory.selectors import Selector
+from dgd.cluster.memory.store import Store, Stored, StoreKey
+from dgd.cluster.memory.strategies import (
+    deletion_finalizers,
+    mark_deleting,
+    prepare_create,
+    prepare_status_update,
+    prepare_update,
+    with_generation,
+    write_scale,
+)
+from dgd.cluster.memory.validation import invalid, validate
+from dgd.cluster.resources import Resource
+from dgd.messages.base import JSONObject
+from dgd.messages.timestamps import Clock, rfc3339
+
+#: The characters of a ``generateName`` suffix (``k8s.io/apimachinery/pkg/util/rand``).
+_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+class ApiServer:
+    """Kubernetes REST semantics over a ``Store``. Not async: callers make each call atomic."""
+
+    def __init__(
+        self, resources: Iterable[Resource[Any]], *, clock: Clock, rng: random.Random, history_size: int
+    ) -> None:
+        self.resources = {str(resource): resource for resource in resources}
+        self.store = Store(self.resources, history_size)
+        self.clock = clock
+        self.rng = rng
+        self.gc = GarbageCollector(self)
+
+    # Reads.
+
+    def get(self, resource: Resource[Any], namespace: str | None, name: str) -> Stored:
+        stored = self.store.get(self.key(resource, namespace, name))
+        if stored is None:
+            raise _not_found(resource, namespace, name)
+        return stored
+
+    def list(self, resource: Resource[Any], namespace: str | None, selector: Selector) -> list[Stored]:
+        # An equality requirement narrows the candidates through the label index.
+        narrowing = next((r for r in selector.requirements if r.operator in ("=", "in")), None)
+        if narrowing is not None:
+            items = self.store.labelled(self.id(resource), namespace, narrowing.key, narrowing.values)
+        else:
+            items = self.store.items(self.id(resource), namespace)
+        return items if selector.empty else [stored for stored in items if selector.matches(stored.labels)]
+
+    # Writes.
+
+    def create(self, resource: Resource[Any], data: JSONObject) -> Stored:
+        metadata = _metadata(resource, data)
+        if metadata.get("resourceVersion"):
+            raise Invalid("resourceVersion should not be set on objects to be created", bad_request=True)
+        if not metadata.get("name") and metadata.get("generateName"):
+            metadata["name"] = self._generate_name(resource, metadata)
+        if not metadata.get("name"):
+            raise invalid(resource, metadata, [Cause("metadata.name", "name or generateName is required")])
+        prepare_create(resource, data, uid="", now=self.now())
+        validate(resource, data)
+        key = self.key(resource, metadata.get("namespace"), metadata["name"])
+        if self.store.get(key) is not None:
+            raise AlreadyExists(
+                f'{resource} "{metadata["name"]}" already exists',
+                kind=resource.kind,
+                namespace=key[1],
+                name=key[2],
+            )
+        metadata["uid"] = str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+        stored = self.store.put(key, data)
+        self.gc.settle()
+        return stored
+
+    def update(self, resource: Resource[Any], data: JSONObject, *, status: bool = False) -> Stored:
+        """PUT of the object (``status``: of its status subresource)."""
+        metadata = _metadata(resource, data)
+        current = self.get(resource, metadata.get("namespace"), _name(metadata))
+        if status and not resource.status:
+            raise _not_found(resource, current.key[1], current.key[2], "status")
+        self._check_version(resource, current, metadata.get("resourceVersion"))
+        old = current.thaw()
+        new = prepare_status_update(old, data) if status else prepare_update(resource, old, data)
+        return self._write(resource, current, new)
+
+    def patch(
+        self,
+        resource: Resource[Any],
+        namespace: str | None,
+        name: str,
+        patch: JSONObject,
+        *,
+        status: bool = False,
+    ) -> Stored:
+        """JSON merge patch of the object (``status``: of its status subresource)."""
+        current = self.get(resource, namespace, name)
+        if status and not resource.status:
+            raise _not_found(resource, namespace, name, "status")
+        if not isinstance(patch, dict):
+            raise Invalid("a merge patch must be a JSON object", bad_request=True)
+        self._check_version(resource, current, (patch.get("metadata") or {}).get("resourceVersion"))
+        old = current.thaw()
+        patched = merge_patch.apply(old, patch)
+        metadata = _metadata(resource, patched)
+        if (metadata.get("namespace"), metadata.get("name")) != (namespace, name):
+            raise Invalid("a patch may not change the name or namespace", bad_request=True)
+        new = prepare_status_update(old, patched) if status else prepare_update(resource, old, patched)
+        return self._write(resource, current, new)
+
+    def delete(
+        self,
+        resource: Resource[Any],
+        namespace: str | None,
+        name: str,
+        *,
+        propagation: str | None = None,
+        uid: str | None = None,
+        resource_version: str | None = None,
+    ) -> Stored | None:
+        """Delete, or only mark deleting while finalizers remain; ``None`` when the object is gone
+        (after garbage collection, which may have removed a foreground-deleted owner already)."""
+        current = self.get(resource, namespace, name)
+        if uid is not None and uid != current.uid:
+            raise _conflict(
+                resource,
+                current.key,
+                f"Precondition failed: UID in precondition: {uid}, UID in object meta: {current.uid}",
+            )
+        if resource_version is not None and resource_version != str(current.rv):
+            raise _conflict(
+                resource,
+                current.key,
+                f"Precondition failed: ResourceVersion in precondition: {resource_version}, "
+                f"ResourceVersion in object meta: {current.rv}",
+            )
+        self.delete_stored(current, propagation)
+        self.gc.settle()
+        # The collector has run: report the object as it is now (gone, or waiting for finalizers).
+        return self.store.get(current.key)
+
+    def update_scale(
+        self,
+        resource: Resource[Any],
+        namespace: str | None,
+        name: str,
+        replicas: int,
+        resource_version: str | None,
+    ) -> Stored:
+        """Set spec replicas through the scale subresource."""
+        current = self.get(resource, namespace, name)
+        if resource.scale is None:
+            raise _not_found(resource, namespace, name, "scale")
+        self._check_version(resource, current, resource_version)
+        if replicas < 0:
+            raise invalid(resource, current.metadata, [Cause("spec.replicas", f"{replicas} must be >= 0")])
+        old = current.thaw()
+        new = with_generation(resource, old, write_scale(resource.scale, current.thaw(), replicas))
+        return self._write(resource, current, new)
+
+    def bind(self, resource: Resource[Any], namespace: str | None, name: str, node: str) -> Stored:
+        """Assign the pod to ``node`` (the ``binding`` subresource): ``spec.nodeName`` and a true
+        ``PodScheduled`` condition, as the API server's binding storage writes them."""
+        current = self.get(resource, namespace, name)
+        new = current.thaw()
+        spec = new.setdefault("spec", {})
+        if spec.get("nodeName"):
+            raise _conflict(
+                resource, current.key, f"pod {name} is already assigned to node {spec['nodeName']!r}"
+            )
+        if spec.get("schedulingGates"):
+            raise invalid(
+                resource, new["metadata"], [Cause("spec.schedulingGates", "a gated pod cannot be bound")]
+            )
+        if not node:
+            raise invalid(resource, new["metadata"], [Cause("target.name", "a node name is required")])
+        spec["nodeName"] = node
+        status = new.setdefault("status", {})
+        conditions = [c for c in status.get("conditions") or () if c.get("type") != "PodScheduled"]
+        status["conditions"] = [{"type": "PodScheduled", "status": "True"}, *conditions]
+        return self._write(resource, current, new)
+
+    # The primitives the garbage collector shares.
+
+    def delete_stored(self, current: Stored, propagation: str | None) -> Stored | None:
+        finalizers = deletion_finalizers(current.finalizers, propagation)
+        if not finalizers:
+            self.store.remove(current)
+            return None
+        new = current.thaw()
+        new["metadata"]["finalizers"] = finalizers
+        return self.commit(current, mark_deleting(new, self.now()))
+
+    def commit(self, current: Stored, new: JSONObject) -> Stored:
+        """Write ``new`` over ``current``: nothing if unchanged; a deletion if the last finalizer of a
+        deleting object is gone (the response is then ``new`` at the deletion's resourceVersion)."""
+        new["metadata"]["resourceVersion"] = current.metadata.get("resourceVersion")
+        if new == current.data:
+            return current
+        if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
+            last = self.store.remove(current)
+            new["metadata"]["resourceVersion"] = str(last.rv)
+            return Stored(current.key, new, last.rv)
+        return self.store.put(current.key, new)
+
+    # Names and keys.
+
+    def id(self, resource: Resource[Any]) -> str:
+        """The storage id of a resource; ``NotFound`` for a kind this server does not serve."""
+        rid = str(resource)
+        if rid not in self.resources:
+            raise NotFound(f"the server could not find the requested resource ({rid})")
+        return rid
+
+    def key(self, resource: Resource[Any], namespace: str | None, name: str) -> StoreKey:
+        return (self.id(resource), namespace if resource.namespaced else None, name)
+
+    def now(self) -> str:
+        return rfc3339(self.clock())
+
+    def _write(self, resource: Resource[Any], current: Stored, new: JSONObject) -> Stored:
+        validate(resource, new)
+        stored = self.commit(current, new)
+        self.gc.settle()
+        return stored
+
+    def _check_version(self, resource: Resource[Any], current: Stored, resource_version: Any) -> None:
+        if resource_version and str(resource_version) != str(current.rv):
+            raise _conflict(
+                resource,
+                current.key,
+                "the object has been modified; please apply your changes to the latest version and try again",
+            )
+
+    def _generate_name(self, resource: Resource[Any], metadata: JSONObject) -> str:
+        # Retry a few suffixes, as the API server does, before reporting the name as taken.
+        for _ in range(8):
+            suffix = "".join(self.rng.choice(_SUFFIX_ALPHABET) for _ in range(5))
+            name = f"{metadata['generateName']}{suffix}"
+            if self.store.get(self.key(resource, metadata.get("namespace"), name)) is None:
+                return name
+        return name
+
+
+def _metadata(resource: Resource[Any], data: JSONObject) -> JSONObject:
+    metadata = data.get("metadata")
+    if not isinstance(metadata, dict):
+        raise invalid(resource, {}, [Cause("metadata", "Required value")])
+    if resource.namespaced and not metadata.get("namespace"):
+        raise invalid(resource, metadata, [Cause("metadata.namespace", "Required value")])
+    if not resource.namespaced:
+        metadata.pop("namespace", None)
+    return metadata
+
+
+def _name(metadata: JSONObject) -> str:
+    name = metadata.get("name")
+    if not name:
+        raise Invalid("metadata.name: Required value", bad_request=True)
+    return str(name)
+
+
+def _not_found(resource: Resource[Any], namespace: str | None, name: str, subresource: str = "") -> NotFound:
+    what = (
+        f'{resource} "{name}" not found'
+        if not subresource
+        else f"{resource} has no {subresource} subresource"
+    )
+    return NotFound(what, kind=resource.kind, namespace=namespace, name=name)
+
+
+def _conflict(resource: Resource[Any], key: StoreKey, why: str) -> Conflict:
+    _, namespace, name = key
+    return Conflict(
+        f'Operation cannot be fulfilled on {resource} "{name}": {why}',
+        kind=resource.kind,
+        namespace=namespace,
+        name=name,
+    )

@@ -1,0 +1,340 @@
+"""v1alpha1 → v1beta1 conversion of a DynamoGraphDeployment (upstream "ConvertTo", supplement §1).
+
+``dgd_to_v1beta1`` is a pure function of one document: plain JSON values in, plain JSON values out,
+the input left untouched. It checks the shape of everything it interprets first and reports input
+it cannot handle as a ``ConversionError`` naming the JSON path. The result's object keys are in
+alphabetical order, as upstream's v1beta1 encoder writes them. Data v1beta1 cannot hold is kept in
+the ``nvidia.com/dgd-spec`` / ``nvidia.com/dgd-status`` annotations, encoded byte for byte as
+upstream writes them; all other metadata is carried over unchanged.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any, NamedTuple
+
+from dgd.domain.conversion.component import component_of
+from dgd.domain.conversion.payload import encode_spec_payload, encode_status_payload
+from dgd.domain.conversion.preservation import preserved_service
+from dgd.domain.quantity import canonical_quantity
+
+V1ALPHA1 = "nvidia.com/v1alpha1"
+V1BETA1 = "nvidia.com/v1beta1"
+KIND = "DynamoGraphDeployment"
+SPEC_ANNOTATION = "nvidia.com/dgd-spec"
+STATUS_ANNOTATION = "nvidia.com/dgd-status"
+
+
+class ConversionError(ValueError):
+    """Input the conversion cannot handle, at ``path`` (``spec.services[Frontend].componentType``)."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+        self.message = message
+
+
+def dgd_to_v1beta1(doc: dict[str, Any]) -> dict[str, Any]:
+    """Convert a v1alpha1 DGD document to v1beta1.
+
+    Components come out in byte-wise order of the service keys, unless a v1beta1 payload on the
+    input records another order (§1.8). The result is deterministic: the same input always gives
+    the same document and the same annotation bytes.
+    """
+    _check_document(doc)
+
+    # Metadata: read a v1beta1 payload left by an earlier read, then drop both private keys.
+    metadata = copy.deepcopy(doc.get("metadata") or {})
+    annotations = dict(metadata.get("annotations") or {})
+    payload = _read_v1beta1_payload(annotations.get(SPEC_ANNOTATION))
+    annotations.pop(SPEC_ANNOTATION, None)
+    annotations.pop(STATUS_ANNOTATION, None)
+
+    # Spec and status, each with what v1beta1 cannot hold set aside.
+    spec, preserved_spec = _convert_spec(doc.get("spec") or {}, payload)
+    out: dict[str, Any] = {"apiVersion": V1BETA1, "kind": KIND, "metadata": metadata, "spec": spec}
+    if doc.get("status") is not None:
+        out["status"], preserved_status = _convert_status(doc["status"])
+        if preserved_status:
+            annotations[STATUS_ANNOTATION] = encode_status_payload({"services": preserved_status})
+    if preserved_spec:
+        annotations[SPEC_ANNOTATION] = encode_spec_payload(preserved_spec)
+
+    # Annotations go back only if any remain.
+    metadata.pop("annotations", None)
+    if annotations:
+        metadata["annotations"] = annotations
+    result: dict[str, Any] = _sorted_keys(out)
+    return result
+
+
+class _Payload(NamedTuple):
+    """The v1beta1 payload a v1alpha1 input may carry: component order and entries by name."""
+
+    order: list[str]
+    components: dict[str, dict[str, Any]]
+
+
+def _read_v1beta1_payload(raw: Any) -> _Payload | None:
+    # Any parseable payload counts (envelope or bare legacy spec); an unparseable one is ignored.
+    if not isinstance(raw, str) or not raw:
+        return None
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        return None
+    spec = parsed.get("spec") if isinstance(parsed, dict) and "spec" in parsed else parsed
+    entries = spec.get("components") or [] if isinstance(spec, dict) else None
+    if not isinstance(entries, list) or not all(_is_named(item) for item in entries):
+        return None
+    names = [item.get("name") or "" for item in entries]
+    return _Payload(names, dict(zip(names, entries, strict=True)))
+
+
+def _is_named(item: Any) -> bool:
+    return isinstance(item, dict) and isinstance(item.get("name") or "", str)
+
+
+def _convert_spec(spec: dict[str, Any], payload: _Payload | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    out: dict[str, Any] = {}
+
+    # Graph-level fields both versions share; envs is renamed, topologyProfile too.
+    for key in ("annotations", "labels", "priorityClassName", "backendFramework"):
+        if spec.get(key):
+            out[key] = copy.deepcopy(spec[key])
+    for key in ("providerOverride", "restart", "experimental"):
+        if spec.get(key) is not None:
+            out[key] = copy.deepcopy(spec[key])
+    if spec.get("topologyConstraint") is not None:
+        constraint = spec["topologyConstraint"]
+        out["topologyConstraint"] = {"clusterTopologyName": constraint.get("topologyProfile") or ""}
+        if constraint.get("packDomain"):
+            out["topologyConstraint"]["packDomain"] = constraint["packDomain"]
+    if spec.get("envs"):
+        out["env"] = copy.deepcopy(spec["envs"])
+
+    # Services become components; a null service is dropped but remembered.
+    services: dict[str, Any] = spec.get("services") or {}
+    components: list[dict[str, Any]] = []
+    preserved_services: dict[str, Any] = {}
+    for name in _emission_order(list(services), payload):
+        service = services[name]
+        if service is None:
+            preserved_services[name] = None
+            continue
+        payload_component = payload.components.get(name) if payload is not None else None
+        components.append(component_of(name, service, payload_component))
+        saved = preserved_service(name, service, include_origin_splits=payload is None)
+        if saved:
+            preserved_services[name] = saved
+    if components:
+        out["components"] = components
+
+    # The sparse v1alpha1 spec: top-level PVCs and the per-service leftovers.
+    preserved: dict[str, Any] = {}
+    if spec.get("pvcs"):
+        preserved["pvcs"] = copy.deepcopy(spec["pvcs"])
+    if preserved_services:
+        preserved["services"] = preserved_services
+    return out, preserved
+
+
+def _emission_order(names: list[str], payload: _Payload | None) -> list[str]:
+    # Sorted by key, unless the payload's list is unsorted: then its surviving names lead.
+    if payload is None or payload.order == sorted(payload.order):
+        return sorted(names)
+    leading = [name for name in dict.fromkeys(payload.order) if name in names]
+    return leading + sorted(set(names) - set(leading))
+
+
+def _convert_status(status: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    out: dict[str, Any] = {"state": status.get("state") or ""}
+    for key in ("observedGeneration", "placement", "restart"):
+        if status.get(key) is not None:
+            out[key] = copy.deepcopy(status[key])
+    for key in ("conditions", "checkpoints"):
+        if status.get(key):
+            out[key] = copy.deepcopy(status[key])
+
+    # Services become components; componentName folds into componentNames.
+    components: dict[str, Any] = {}
+    preserved: dict[str, Any] = {}
+    for name, service in (status.get("services") or {}).items():
+        if service is None:
+            continue
+        component = {key: copy.deepcopy(value) for key, value in service.items() if key != "componentName"}
+        names = list(service.get("componentNames") or [])
+        single = service.get("componentName") or ""
+        component.pop("componentNames", None)
+        if names or single:
+            component["componentNames"] = names or [single]
+        components[name] = component
+        # A componentName that is not the last of componentNames cannot be derived back.
+        if (names[-1] if names else "") != single:
+            preserved[name] = {"componentName": single, "componentNames": names}
+    if components:
+        out["components"] = components
+
+    # The rolling update names components instead of services.
+    if status.get("rollingUpdate") is not None:
+        rolling = copy.deepcopy(status["rollingUpdate"])
+        updated = rolling.pop("updatedServices", None)
+        if updated:
+            rolling["updatedComponents"] = updated
+        out["rollingUpdate"] = rolling
+    return out, preserved
+
+
+def _sorted_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _sorted_keys(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted_keys(item) for item in value]
+    return value
+
+
+# Input shapes, checked before converting. A shape is a JSON type name, an object's field shapes,
+# ("list", element) or ("map", value); null always means "not set" and passes.
+Shape = str | dict[str, Any] | tuple[str, Any]
+
+_STRINGS: Shape = ("map", "string")
+_PROVIDER_OVERRIDE: Shape = {"apiVersion": "string", "target": "string", "value": "object"}
+_RESOURCE_ITEM: Shape = {
+    "cpu": "resource",
+    "memory": "resource",
+    "gpu": "resource",
+    "gpuType": "string",
+    "custom": ("map", "resource"),
+}
+_CONTAINER: Shape = {
+    "name": "string",
+    "env": ("list", {"name": "string"}),
+    "envFrom": ("list", "object"),
+    "volumeMounts": ("list", "object"),
+    "resources": {"limits": "object", "requests": "object", "claims": ("list", "object")},
+    "livenessProbe": "object",
+    "readinessProbe": "object",
+    "startupProbe": "object",
+}
+_FEATURE: dict[str, Shape] = {"enabled": "boolean", "mode": "string"}
+_SERVICE: Shape = {
+    "providerOverride": _PROVIDER_OVERRIDE,
+    "annotations": _STRINGS,
+    "labels": _STRINGS,
+    "serviceName": "string",
+    "componentType": "string",
+    "subComponentType": "string",
+    "runtimeVersionOverride": "string",
+    "dynamoNamespace": "string",
+    "globalDynamoNamespace": "boolean",
+    "resources": {"requests": _RESOURCE_ITEM, "limits": _RESOURCE_ITEM, "claims": ("list", "object")},
+    "autoscaling": "object",
+    "envs": ("list", {"name": "string"}),
+    "envFromSecret": "string",
+    "volumeMounts": ("list", {"name": "string", "mountPoint": "string", "useAsCompilationCache": "boolean"}),
+    "ingress": "object",
+    "modelRef": "object",
+    "sharedMemory": {"disabled": "boolean", "size": "quantity"},
+    "extraPodMetadata": {"annotations": _STRINGS, "labels": _STRINGS},
+    "extraPodSpec": {"containers": ("list", {"name": "string"}), "mainContainer": _CONTAINER},
+    "livenessProbe": "object",
+    "readinessProbe": "object",
+    "replicas": "integer",
+    "minAvailable": "integer",
+    "multinode": "object",
+    "scalingAdapter": {"enabled": "boolean"},
+    "eppConfig": "object",
+    "frontendSidecar": {
+        "image": "string",
+        "args": ("list", "string"),
+        "envFromSecret": "string",
+        "envs": ("list", "object"),
+    },
+    "checkpoint": "object",
+    "topologyConstraint": "object",
+    "gpuMemoryService": {
+        **_FEATURE,
+        "extraClientContainers": ("list", "string"),
+        "extraClientPods": ("list", "object"),
+    },
+    "failover": {**_FEATURE, "numShadows": "integer"},
+}
+_SPEC: Shape = {
+    "providerOverride": _PROVIDER_OVERRIDE,
+    "annotations": _STRINGS,
+    "labels": _STRINGS,
+    "priorityClassName": "string",
+    "pvcs": ("list", {"name": "string", "create": "boolean", "size": "quantity"}),
+    "services": ("map", _SERVICE),
+    "envs": ("list", "object"),
+    "backendFramework": "string",
+    "restart": "object",
+    "topologyConstraint": {"topologyProfile": "string", "packDomain": "string"},
+    "experimental": "object",
+}
+_STATUS: Shape = {
+    "state": "string",
+    "conditions": ("list", "object"),
+    "services": ("map", {"componentName": "string", "componentNames": ("list", "string")}),
+    "checkpoints": ("map", "object"),
+    "rollingUpdate": {"updatedServices": ("list", "string")},
+}
+_DOCUMENT: dict[str, Shape] = {"metadata": {"annotations": _STRINGS}, "spec": _SPEC, "status": _STATUS}
+
+_MESSAGES = {
+    "object": "must be an object",
+    "string": "must be a string",
+    "boolean": "must be a boolean",
+    "integer": "must be an integer",
+    "list": "must be a list",
+    "resource": "must be a string quantity such as 8Gi",
+    "quantity": "must be a Kubernetes quantity such as 8Gi",
+}
+
+
+def _check_document(doc: dict[str, Any]) -> None:
+    if doc.get("apiVersion") != V1ALPHA1:
+        raise ConversionError(
+            "apiVersion", f"must be {V1ALPHA1} to convert to {V1BETA1}, got {doc.get('apiVersion')!r}"
+        )
+    if doc.get("kind") != KIND:
+        raise ConversionError("kind", f"must be {KIND}, got {doc.get('kind')!r}")
+    for key, shape in _DOCUMENT.items():
+        _check(doc.get(key), shape, key)
+
+
+def _check(value: Any, shape: Shape, path: str) -> None:
+    if value is None:
+        return
+    if isinstance(shape, dict):
+        _require(isinstance(value, dict), "object", path)
+        for key, field_shape in shape.items():
+            _check(value.get(key), field_shape, f"{path}.{key}")
+    elif isinstance(shape, tuple) and shape[0] == "list":
+        _require(isinstance(value, list), "list", path)
+        for index, item in enumerate(value):
+            _check(item, shape[1], f"{path}[{index}]")
+    elif isinstance(shape, tuple):
+        _require(isinstance(value, dict), "object", path)
+        for key, item in value.items():
+            _check(item, shape[1], f"{path}[{key}]")
+    else:
+        _require(_is_kind(value, shape), shape, path)
+
+
+def _is_kind(value: Any, kind: str) -> bool:
+    is_int = isinstance(value, int) and not isinstance(value, bool)
+    if kind == "resource":
+        return isinstance(value, str) or is_int
+    if kind == "quantity":
+        return (isinstance(value, str) or is_int) and canonical_quantity(value) is not None
+    if kind == "integer":
+        return is_int
+    types: dict[str, type] = {"object": dict, "string": str, "boolean": bool, "list": list}
+    return isinstance(value, types[kind])
+
+
+def _require(ok: bool, kind: str, path: str) -> None:
+    if not ok:
+        raise ConversionError(path, _MESSAGES[kind])

@@ -1,0 +1,181 @@
+"""Everything the operator would create for one DGD, rendered offline (the ``render`` command).
+
+``prepare`` turns a manifest into the DGD as the operator would hold it after admission (converted
+from v1alpha1 if needed, validated as a create, defaulted in memory). ``refusals`` lists what this
+operator cannot render yet, each naming its field. ``render`` returns the objects of the DGD's
+pathway: the PodCliqueSet and its stable Services/Ingress on Grove, the DCDs on the Component
+pathway. Shared resources (RBAC, ConfigMaps, scaling adapters) are not part of rendering.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Literal
+
+import msgspec
+
+from dgd.domain.admission.defaulting import ENABLE_GROVE, WORKLOAD_PROVIDER
+from dgd.domain.admission.validation import admit
+from dgd.domain.conversion.dgd import ConversionError, dgd_to_v1beta1
+from dgd.domain.metadata_keys import MAX_LABEL_VALUE
+from dgd.domain.naming import dynamo_namespace
+from dgd.domain.pod_merge import JSON
+from dgd.domain.render.dcd import render_dcds
+from dgd.domain.render.errors import RenderError, not_supported_yet
+from dgd.domain.render.pcs import graph_discovery_backend, render_pcs
+from dgd.domain.render.pod_template_shape import shape_errors
+from dgd.domain.render.provider_overrides import apply_provider_overrides
+from dgd.domain.render.stable_resources import render_stable_resources
+from dgd.domain.roles import is_multinode
+from dgd.domain.worker_hash import worker_hash
+from dgd.messages.config import COMPATIBLE_UPSTREAM_VERSION, OperatorConfig
+from dgd.messages.dgd import API_VERSION_V1ALPHA1, DynamoGraphDeployment
+from dgd.messages.grove import PodCliqueSet
+
+Pathway = Literal["grove", "component"]
+
+
+class InvalidInput(ValueError):
+    """A manifest admission (or conversion) refuses; ``errors`` are ``path: message`` lines."""
+
+    def __init__(self, errors: list[str]) -> None:
+        super().__init__("; ".join(errors))
+        self.errors = errors
+
+
+def prepare(
+    document: dict[str, Any], *, namespace: str | None, config: OperatorConfig, pathway: Pathway | None = None
+) -> DynamoGraphDeployment:
+    """The DGD of a manifest as the operator holds it once created in ``namespace``.
+
+    ``pathway`` forces the workload provider; by default it is chosen as on create (spec §4.1): Grove
+    unless the operator config disables it or the DGD opts out with ``nvidia.com/enable-grove``.
+    """
+    document = copy.deepcopy(document)
+    if document.get("apiVersion") == API_VERSION_V1ALPHA1:
+        try:
+            document = dgd_to_v1beta1(document)
+        except ConversionError as exc:
+            raise InvalidInput([str(exc)]) from exc
+    metadata = document.get("metadata")
+    if not isinstance(metadata, dict):
+        raise InvalidInput(["metadata: is required"])
+    declared = metadata.get("namespace")
+    if namespace is not None and declared not in (None, namespace):
+        raise InvalidInput([f'metadata.namespace: "{declared}" does not match the namespace "{namespace}"'])
+    metadata["namespace"] = namespace or declared or "default"
+    grove_enabled = config.orchestrators.grove.enabled is not False
+    if pathway is not None:
+        if pathway == "grove" and not grove_enabled:
+            raise InvalidInput(["--pathway grove: Grove is disabled in the operator configuration"])
+        annotations = dict(metadata.get("annotations") or {})
+        annotations.pop(ENABLE_GROVE, None)
+        if pathway == "component":
+            annotations[ENABLE_GROVE] = "false"
+        metadata["annotations"] = annotations
+    verdict = admit(document, grove_enabled=grove_enabled, operator_version=COMPATIBLE_UPSTREAM_VERSION)
+    if verdict.dgd is None:
+        raise InvalidInput([str(error) for error in verdict.errors])
+    return verdict.dgd
+
+
+def refusals(dgd: DynamoGraphDeployment, config: OperatorConfig) -> list[RenderError]:
+    """Why this DGD cannot be rendered, every reason, in field order (empty: it can)."""
+    problems: list[RenderError] = []
+    name, namespace = dgd.metadata.name or "", dgd.metadata.namespace or ""
+    grove = (dgd.metadata.annotations or {}).get(WORKLOAD_PROVIDER) == "grove"
+    if len(name) > MAX_LABEL_VALUE:
+        problems.append(
+            RenderError(
+                "metadata.name",
+                f"is {len(name)} characters; as the value of label nvidia.com/dynamo-graph-deployment-name "
+                f"it allows at most {MAX_LABEL_VALUE}",
+            )
+        )
+    if dgd.spec.experimental is not None and dgd.spec.experimental.kv_transfer_policy is not None:
+        problems.append(not_supported_yet("spec.experimental.kvTransferPolicy", "KV-transfer policy"))
+    if grove and config.orchestrators.grove.enabled is False:
+        problems.append(
+            RenderError(
+                "metadata.annotations[nvidia.com/workload-provider]", "Grove is disabled in the config"
+            )
+        )
+    for index, component in enumerate(dgd.spec.components or []):
+        problems += _component_refusals(dgd, component, index, config, grove, name, namespace)
+    return problems
+
+
+def _component_refusals(
+    dgd: DynamoGraphDeployment, component: Any, index: int, config: OperatorConfig, grove: bool, name: str,
+    namespace: str,
+) -> list[RenderError]:  # fmt: skip
+    at = f"spec.components[{index}]"
+    problems = [
+        RenderError(where, what) for where, what in shape_errors(component.pod_template, f"{at}.podTemplate")
+    ]
+    dyn_ns = dynamo_namespace(namespace, name, global_namespace=bool(component.global_dynamo_namespace))
+    if len(dyn_ns) > MAX_LABEL_VALUE:
+        problems.append(
+            RenderError(
+                at,
+                f'its Dynamo namespace "{dyn_ns}" is {len(dyn_ns)} characters; as the value of label '
+                f"nvidia.com/dynamo-namespace it allows at most {MAX_LABEL_VALUE}: shorten the namespace or "
+                "the DGD name, or set globalDynamoNamespace",
+            )
+        )
+    if component.type == "epp":
+        what = "EPP resources (the endpoint picker's ConfigMap, InferencePool and Istio DestinationRule)"
+        problems.append(not_supported_yet(f"{at}.type", what))
+    experimental = component.experimental
+    if experimental is not None and experimental.gpu_memory_service is not None:
+        what = "GPU memory service (DRA resource claim templates)"
+        problems.append(not_supported_yet(f"{at}.experimental.gpuMemoryService", what))
+    if experimental is not None and experimental.failover is not None:
+        problems.append(
+            not_supported_yet(f"{at}.experimental.failover", "Failover (it needs GPU memory service)")
+        )
+    checkpoint = experimental.checkpoint if experimental is not None else None
+    if checkpoint is not None and checkpoint.enabled and not config.checkpoint.enabled:
+        problems.append(
+            RenderError(
+                f"{at}.experimental.checkpoint",
+                f"component {component.name}: checkpoint functionality is disabled in the operator "
+                "configuration (checkpoint.enabled)",
+            )
+        )
+    if grove and component.type == "frontend" and config.ingress.virtual_service_gateway:
+        problems.append(
+            not_supported_yet(f"{at} (operator config ingress.virtualServiceGateway)", "Istio VirtualService")
+        )
+    if not grove and is_multinode(component) and config.orchestrators.lws.enabled is False:
+        problems.append(
+            RenderError(
+                f"{at}.multinode", "no multinode orchestrator available (LeaderWorkerSet is disabled)"
+            )
+        )
+    return problems
+
+
+def render(
+    dgd: DynamoGraphDeployment, *, config: OperatorConfig, existing_pcs: PodCliqueSet | None = None
+) -> list[JSON]:
+    """The objects of a prepared DGD's pathway, as JSON, in a stable order; ``RenderError`` if refused."""
+    problems = refusals(dgd, config)
+    if problems:
+        raise problems[0]
+    if (dgd.metadata.annotations or {}).get(WORKLOAD_PROVIDER) == "grove":
+        pcs = render_pcs(dgd, config=config, existing=existing_pcs)
+        objects = [apply_provider_overrides(msgspec.to_builtins(pcs), dgd)]
+        objects += render_stable_resources(
+            dgd, config=config, discovery_backend=graph_discovery_backend(dgd, config)
+        )
+    else:
+        dcds = render_dcds(dgd, worker_hash=worker_hash(dgd))
+        objects = [msgspec.to_builtins(dcd) for dcd in dcds]
+    return [_kubernetes_order(obj) for obj in objects]
+
+
+def _kubernetes_order(obj: JSON) -> JSON:
+    """Top-level keys in the order Kubernetes tools print them."""
+    first = ("apiVersion", "kind", "metadata", "spec")
+    return {**{k: obj[k] for k in first if k in obj}, **{k: v for k, v in obj.items() if k not in first}}

@@ -1,0 +1,382 @@
+"""The verbs on resource paths of the HTTP facade: each request is one port call on the memory cluster.
+
+``ResourceVerbs.serve`` answers a request for a collection, an object, or its ``status`` or
+``scale`` subresource: list (``labelSelector``, ``fieldSelector``) or watch, get, create, update,
+patch, delete, deletecollection — and the read-only core/v1 view of events (``facade_events``).
+
+PATCH: a JSON merge patch goes to the port as it is; a JSON patch or a strategic merge patch is
+applied to the object read, then written back as a merge patch conditional on the resourceVersion
+read (retried if the object changed meanwhile, as the API server retries internally); server-side
+apply merge-patches the applied configuration, or creates the object (``facade_patch``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgspec
+from aiohttp import web
+
+from dgd.cluster import merge_patch
+from dgd.cluster.errors import Conflict, Invalid, NotFound
+from dgd.cluster.memory.adapter import MemoryCluster
+from dgd.cluster.protocol import Preconditions, Propagation, Scale
+from dgd.cluster.resources import EVENT, ObjectKey, Resource
+from dgd.messages.base import JSONObject
+from dgd.messages.timestamps import Clock
+from dgd.sim.apiserver.catalog import Catalog
+from dgd.sim.apiserver.events import CORE_EVENT, to_core
+from dgd.sim.apiserver.patch import json_patch, strategic_merge
+from dgd.sim.apiserver.table import Printer
+from dgd.sim.apiserver.watch import WatchStreams
+from dgd.sim.apiserver.wire import (
+    APPLY_PATCH,
+    JSON_PATCH,
+    MERGE_PATCH,
+    STRATEGIC_PATCH,
+    HttpError,
+    body,
+    field_selector,
+    flag,
+    media_type,
+    object_body,
+    respond,
+    success,
+)
+
+#: How often a JSON patch or strategic merge patch is retried when the object changed under it.
+REWRITE_ATTEMPTS = 5
+
+_PROPAGATIONS: tuple[Propagation, ...] = ("Background", "Foreground", "Orphan")
+
+Handler = Callable[[web.Request, "Target"], Awaitable[web.StreamResponse]]
+
+
+class Target(msgspec.Struct, frozen=True):
+    """A resource path: the kind, and the namespace, name and subresource it names (if any)."""
+
+    resource: Resource[JSONObject]
+    namespace: str | None
+    name: str | None
+    subresource: str
+    #: Read from ``resource``, shown as this kind (the core/v1 view of events).
+    shown_as: Resource[JSONObject] | None = None
+
+    def key(self) -> ObjectKey[JSONObject]:
+        if self.name is None or (self.resource.namespaced and not self.namespace):
+            raise NotFound("the server could not find the requested resource")
+        return self.resource.key(self.namespace if self.resource.namespaced else None, self.name)
+
+
+class ResourceVerbs:
+    """Serves resource paths from ``cluster``; ``catalog`` gives the served kinds (for printing)."""
+
+    def __init__(
+        self,
+        cluster: MemoryCluster,
+        *,
+        streams: WatchStreams,
+        catalog: Callable[[], Awaitable[Catalog]],
+        clock: Clock,
+        watch_timeout: float,
+    ) -> None:
+        self.cluster = cluster
+        self._streams = streams
+        self._catalog = catalog
+        self._clock = clock
+        self._watch_timeout = watch_timeout
+
+    async def serve(self, request: web.Request, target: Target) -> web.StreamResponse:
+        if target.resource is CORE_EVENT:
+            return await self._event_view(request, target)
+        resource, method, sub = target.resource, request.method, target.subresource
+        binding = sub == "binding" and (resource.group, resource.plural) == ("", "pods")
+        if (sub not in ("", "status", "scale") and not binding) or (sub == "status" and not resource.status):
+            raise NotFound(f"the server could not find the requested resource ({resource} {sub})")
+        if sub == "scale" and resource.scale is None:
+            raise NotFound(f"the server could not find the requested resource ({resource} scale)")
+        if request.query.get("dryRun"):
+            raise Invalid("dry runs are not supported by the simulated API server", bad_request=True)
+        if target.name is None:
+            if resource.namespaced and target.namespace is None and method != "GET":
+                raise NotFound("the server could not find the requested resource")
+            handlers: dict[str, Handler] = {
+                "GET": self._list,
+                "POST": self._create,
+                "DELETE": self._delete_collection,
+            }
+        elif sub == "scale":
+            handlers = {"GET": self._get_scale, "PUT": self._replace_scale, "PATCH": self._patch_scale}
+        elif binding:
+            handlers = {"POST": self._bind}
+        else:
+            handlers = {"GET": self._get, "PUT": self._replace, "PATCH": self._patch}
+            if not sub:
+                handlers["DELETE"] = self._delete
+        handler = handlers.get(method)
+        if handler is None:
+            raise HttpError(405, "MethodNotAllowed", f"{method} is not allowed on {request.path}")
+        return await handler(request, target)
+
+    async def _event_view(self, request: web.Request, target: Target) -> web.StreamResponse:
+        """The core/v1 events: reads of the stored events.k8s.io/v1 Events, converted."""
+        if request.method != "GET":
+            raise HttpError(
+                405, "MethodNotAllowed", "core/v1 events are read-only here: write events.k8s.io/v1"
+            )
+        if target.subresource:
+            raise NotFound("the server could not find the requested resource")
+        backing = msgspec.structs.replace(target, resource=EVENT.as_raw(), shown_as=CORE_EVENT)
+        return await (self._list if target.name is None else self._get)(request, backing)
+
+    async def _list(self, request: web.Request, target: Target) -> web.StreamResponse:
+        query, resource = request.query, target.resource
+        selector = field_selector(query.get("fieldSelector"))
+        printer = await self._printer(request, target)
+        if flag(query.get("watch")):
+            if flag(query.get("sendInitialEvents")):
+                raise Invalid("sendInitialEvents (watch-list) is not supported", bad_request=True)
+            watch = self.cluster.watch(
+                resource,
+                namespace=target.namespace,
+                label_selector=query.get("labelSelector"),
+                resource_version=query.get("resourceVersion"),
+                bookmarks=flag(query.get("allowWatchBookmarks")),
+            )
+            try:
+                await watch.__aenter__()
+            except BaseException:
+                await watch.aclose()
+                raise
+            timeout = float(query.get("timeoutSeconds") or self._watch_timeout)
+            return await self._streams.serve(
+                request,
+                watch,
+                resource=target.shown_as or resource,
+                timeout=timeout,
+                selector=selector,
+                view=_view(target) if target.shown_as is not None else None,
+                render=printer.row if printer is not None else None,
+            )
+        listed = await self.cluster.list(
+            resource, namespace=target.namespace, label_selector=query.get("labelSelector")
+        )
+        shown = target.shown_as or resource
+        items = [item for item in map(_view(target), listed.items) if selector.matches(item)]
+        if printer is not None:
+            return respond(printer.table(items, listed.resource_version))
+        return respond(
+            {
+                "apiVersion": shown.api_version,
+                "kind": f"{shown.kind}List",
+                "metadata": {"resourceVersion": listed.resource_version},
+                "items": items,
+            }
+        )
+
+    async def _get(self, request: web.Request, target: Target) -> web.StreamResponse:
+        obj = _view(target)(await self.cluster.get(target.key()))
+        printer = await self._printer(request, target)
+        return respond(printer.row(obj) if printer is not None else obj)
+
+    async def _create(self, request: web.Request, target: Target) -> web.StreamResponse:
+        obj = _in_namespace(
+            await object_body(request), target.namespace if target.resource.namespaced else None
+        )
+        return respond(await self.cluster.create(target.resource, obj), status=201)
+
+    async def _replace(self, request: web.Request, target: Target) -> web.StreamResponse:
+        key = target.key()
+        obj = _named(_in_namespace(await object_body(request), key.namespace), key.name)
+        if target.subresource == "status":
+            return respond(await self.cluster.replace_status(target.resource, obj))
+        return respond(await self.cluster.replace(target.resource, obj))
+
+    async def _patch(self, request: web.Request, target: Target) -> web.StreamResponse:
+        key, kind, status = target.key(), media_type(request), target.subresource == "status"
+        patch = self.cluster.patch_status if status else self.cluster.patch
+        if kind == MERGE_PATCH:
+            return respond(await patch(key, await object_body(request)))
+        if kind == APPLY_PATCH:
+            return await self._apply(key, await object_body(request), status=status)
+        if kind == JSON_PATCH:
+            operations = await body(request)
+            return respond(await self._rewrite(key, lambda current: json_patch(current, operations), status))
+        if kind == STRATEGIC_PATCH and _builtin(key.resource.group):
+            change = await object_body(request)
+            return respond(await self._rewrite(key, lambda current: strategic_merge(current, change), status))
+        raise HttpError(
+            415,
+            "UnsupportedMediaType",
+            f"the body of the request was in an unknown format - accepted media types include: "
+            f"{JSON_PATCH}, {MERGE_PATCH}, {APPLY_PATCH}"
+            + (f", {STRATEGIC_PATCH}" if _builtin(key.resource.group) else ""),
+        )
+
+    async def _apply(self, key: ObjectKey[JSONObject], applied: JSONObject, *, status: bool) -> web.Response:
+        """Server-side apply, approximated: merge-patch the applied configuration, or create it."""
+        try:
+            if status:
+                return respond(await self.cluster.patch_status(key, applied))
+            return respond(await self.cluster.patch(key, applied))
+        except NotFound:
+            if status:
+                raise
+        created = _named(_in_namespace(applied, key.namespace), key.name)
+        return respond(await self.cluster.create(key.resource, created), status=201)
+
+    async def _rewrite(
+        self, key: ObjectKey[JSONObject], change: Callable[[JSONObject], Any], status: bool
+    ) -> JSONObject:
+        """Read, change, write back as a merge patch conditional on the version read; retried on conflict."""
+        patch = self.cluster.patch_status if status else self.cluster.patch
+        for attempt in range(REWRITE_ATTEMPTS):
+            current = await self.cluster.get(key)
+            changed = change(current)
+            if not isinstance(changed, dict):
+                raise Invalid("the patched object is not a JSON object", bad_request=True)
+            version = current["metadata"].get("resourceVersion")
+            asked = (changed.get("metadata") or {}).get("resourceVersion")
+            difference = merge_patch.diff(current, changed)
+            difference.setdefault("metadata", {})["resourceVersion"] = asked or version
+            try:
+                result: JSONObject = await patch(key, difference)
+                return result
+            except Conflict:
+                if asked not in (None, version) or attempt == REWRITE_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def _delete(self, request: web.Request, target: Target) -> web.StreamResponse:
+        key = target.key()
+        propagation, preconditions = await _delete_options(request)
+        deleted = await self.cluster.delete(key, propagation=propagation, preconditions=preconditions)
+        if deleted is not None:
+            return respond(deleted)
+        resource = key.resource
+        return respond(
+            success(key.name, resource.group, resource.plural, preconditions.uid if preconditions else None)
+        )
+
+    async def _delete_collection(self, request: web.Request, target: Target) -> web.StreamResponse:
+        resource = target.resource
+        propagation, _ = await _delete_options(request)
+        listed = await self.cluster.list(
+            resource, namespace=target.namespace, label_selector=request.query.get("labelSelector")
+        )
+        selector = field_selector(request.query.get("fieldSelector"))
+        for item in listed.items:
+            if selector.matches(item):
+                try:
+                    await self.cluster.delete(resource.key_of(item), propagation=propagation)
+                except NotFound:
+                    continue
+        return respond(success("", resource.group, resource.plural))
+
+    async def _bind(self, request: web.Request, target: Target) -> web.StreamResponse:
+        body = await object_body(request)
+        node = (body.get("target") or {}).get("name") if body.get("kind") == "Binding" else None
+        if not isinstance(node, str) or not node:
+            raise Invalid("a Binding with target.name (the node) is expected", bad_request=True)
+        await self.cluster.bind(target.key(), node)
+        return respond({"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201}, status=201)
+
+    async def _get_scale(self, request: web.Request, target: Target) -> web.StreamResponse:
+        return respond(await self.cluster.get_scale(target.key()))
+
+    async def _replace_scale(self, request: web.Request, target: Target) -> web.StreamResponse:
+        scale = _scale(await object_body(request))
+        return respond(await self.cluster.replace_scale(target.key(), scale))
+
+    async def _patch_scale(self, request: web.Request, target: Target) -> web.StreamResponse:
+        key, kind = target.key(), media_type(request)
+        change = await body(request)
+        for attempt in range(REWRITE_ATTEMPTS):
+            current = msgspec.to_builtins(await self.cluster.get_scale(key))
+            if kind == JSON_PATCH:
+                patched = json_patch(current, change)
+            elif kind in (MERGE_PATCH, APPLY_PATCH, STRATEGIC_PATCH):
+                patched = merge_patch.apply(current, change)
+            else:
+                raise HttpError(415, "UnsupportedMediaType", f"unsupported patch type {kind}")
+            try:
+                return respond(await self.cluster.replace_scale(key, _scale(patched)))
+            except Conflict:
+                if attempt == REWRITE_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    # Server-side printing.
+
+    async def _printer(self, request: web.Request, target: Target) -> Printer | None:
+        """The Table printer of the kind, if the client asked for ``as=Table``."""
+        if "as=Table" not in request.headers.get("Accept", ""):
+            return None
+        resource = target.shown_as or target.resource
+        served = (await self._catalog()).find(resource.group, resource.version, resource.plural)
+        columns = served.columns if served is not None else ()
+        return Printer(columns, include=request.query.get("includeObject") or "Metadata", clock=self._clock)
+
+
+def _view(target: Target) -> Callable[[JSONObject], JSONObject]:
+    """How objects read for ``target`` are shown: as stored, or converted to the kind of its view."""
+    return to_core if target.shown_as is CORE_EVENT else _as_stored
+
+
+def _as_stored(obj: JSONObject) -> JSONObject:
+    return obj
+
+
+def _builtin(group: str) -> bool:
+    """Whether ``group`` is one of Kubernetes' own (strategic merge patch applies) or a custom one."""
+    return group in ("", "apps", "autoscaling", "batch", "policy") or group.endswith(".k8s.io")
+
+
+def _in_namespace(obj: JSONObject, namespace: str | None) -> JSONObject:
+    """``obj`` in the request's namespace (a different one in the body is a 400, as the API server says)."""
+    metadata = obj.setdefault("metadata", {})
+    if not isinstance(metadata, dict):
+        raise Invalid("metadata must be an object", bad_request=True)
+    if namespace is not None:
+        given = metadata.setdefault("namespace", namespace)
+        if given != namespace:
+            raise Invalid(
+                "the namespace of the provided object does not match the namespace sent on the request",
+                bad_request=True,
+            )
+    return obj
+
+
+def _named(obj: JSONObject, name: str) -> JSONObject:
+    metadata = obj["metadata"]
+    given = metadata.setdefault("name", name)
+    if given != name:
+        raise Invalid(
+            f"the name of the object ({given}) does not match the name on the URL ({name})", bad_request=True
+        )
+    return obj
+
+
+def _scale(data: Any) -> Scale:
+    try:
+        return msgspec.convert(data, Scale)
+    except msgspec.ValidationError as error:
+        raise Invalid(f"not an autoscaling/v1 Scale: {error}", bad_request=True) from None
+
+
+async def _delete_options(request: web.Request) -> tuple[Propagation | None, Preconditions | None]:
+    options: JSONObject = {}
+    if (await request.read()).strip():
+        options = await object_body(request)
+    policy = request.query.get("propagationPolicy") or options.get("propagationPolicy")
+    if policy is None and options.get("orphanDependents") is not None:
+        policy = "Orphan" if options["orphanDependents"] else "Background"
+    if policy is not None and policy not in _PROPAGATIONS:
+        raise Invalid(f"propagationPolicy {policy!r} is not one of {list(_PROPAGATIONS)}", bad_request=True)
+    found = options.get("preconditions") or {}
+    preconditions = None
+    if found.get("uid") or found.get("resourceVersion"):
+        preconditions = Preconditions(uid=found.get("uid"), resource_version=found.get("resourceVersion"))
+    propagation: Propagation | None = policy
+    return propagation, preconditions
