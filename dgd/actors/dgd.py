@@ -35,23 +35,16 @@ from dgd.actors.cache import Reader
 from dgd.actors.children.checkpoint_storage import CheckpointStorage, FinalizeCheckpoints, ResolveCheckpoints
 from dgd.actors.children.grove_scaler import GroveScaler, Scale
 from dgd.actors.children.restart import ResolveRestart, RestartResolver
-from dgd.actors.children.rollout import Prepare, Rollout, ScaleOld
+from dgd.actors.children.rollout import AdvanceRollout, Rollout, ScaleOld
 from dgd.actors.children.scaling_adapters import ReconcileAdapters, ScalingAdapters
 from dgd.actors.children.shared_resources import EnsureShared, SharedResources
 from dgd.actors.children.step_failed import StepFailed
 from dgd.actors.children.topology_status import Project, TopologyStatus
-from dgd.actors.dgd_writer import FINALIZER, PrimaryWriter
+from dgd.actors.dgd_writer import FINALIZER, DGDWriter
 from dgd.actors.programs.component import ComponentProgram
 from dgd.actors.programs.grove import GroveProgram
 from dgd.actors.programs.result import Program
-from dgd.actors.reconciles import (
-    DGD_CONTROLLER,
-    RETRY_BACKOFF,
-    Nudge,
-    ReconcileObserver,
-    Reconciler,
-    Workers,
-)
+from dgd.actors.reconciler import DGD_CONTROLLER, RETRY_BACKOFF, Nudge, ReconcileObserver, Reconciler
 from dgd.actors.recorder import Recorder
 from dgd.actors.runtime import (
     Backoff,
@@ -62,6 +55,7 @@ from dgd.actors.runtime import (
     Supervision,
 )
 from dgd.actors.sync import Syncer
+from dgd.actors.workers import Workers
 from dgd.cluster.errors import ClusterError, NotFound
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import DCD, DGD, PCS
@@ -119,7 +113,7 @@ class DGDActor(Reconciler):
         cluster: Cluster,
         reader: Reader,
         syncer: Syncer,
-        primary: PrimaryWriter,
+        dgd_writer: DGDWriter,
         recorder: Recorder,
         config: OperatorConfig,
         wall: Callable[[], float],
@@ -133,7 +127,7 @@ class DGDActor(Reconciler):
         self._cluster = cluster
         self._reader = reader
         self._syncer = syncer
-        self._primary = primary
+        self._dgd_writer = dgd_writer
         self._recorder = recorder
         self._config = config
         self._wall = wall
@@ -199,7 +193,9 @@ class DGDActor(Reconciler):
         # The finalizer, so a deletion waits for our cleanup.
         if FINALIZER not in (dgd.metadata.finalizers or []):
             try:
-                dgd = await self._primary.set_finalizers(dgd, [*(dgd.metadata.finalizers or []), FINALIZER])
+                dgd = await self._dgd_writer.set_finalizers(
+                    dgd, [*(dgd.metadata.finalizers or []), FINALIZER]
+                )
             except ClusterError as error:
                 await self._persist_quietly(dgd, self._failed(dgd, FAILED_TO_HANDLE_FINALIZER, str(error)))
                 return Outcome.RETRY
@@ -224,7 +220,7 @@ class DGDActor(Reconciler):
         if isinstance(cleaned, StepFailed):
             logger.info("%s/%s: finalizer: %s", self._namespace, self._name, cleaned.message)
             return Outcome.RETRY
-        await self._primary.set_finalizers(dgd, [f for f in finalizers if f != FINALIZER])
+        await self._dgd_writer.set_finalizers(dgd, [f for f in finalizers if f != FINALIZER])
         return Outcome.DONE
 
     def _validate(self, dgd: DynamoGraphDeployment) -> list[str]:
@@ -248,7 +244,7 @@ class DGDActor(Reconciler):
             component_deployments=[d.metadata for d in await self._reader.controlled_by(DCD, namespace, uid)],
             grove_enabled=self._config.orchestrators.grove.enabled is True,
         )
-        return await self._primary.annotate(dgd, {WORKLOAD_PROVIDER: provider})
+        return await self._dgd_writer.annotate(dgd, {WORKLOAD_PROVIDER: provider})
 
     async def _program(self, provider: str) -> Program:
         """The program of ``provider``, its children started on first use (a DGD's provider never
@@ -306,14 +302,14 @@ class DGDActor(Reconciler):
         )
 
     async def _component_program(self) -> Program:
-        rollout: Ref[Prepare | ScaleOld] = await self.context.start_child(
+        rollout: Ref[AdvanceRollout | ScaleOld] = await self.context.start_child(
             ChildSpec(
                 "rollout",
                 lambda: Rollout(
                     cluster=self._cluster,
                     reader=self._reader,
                     syncer=self._syncer,
-                    primary=self._primary,
+                    dgd_writer=self._dgd_writer,
                     recorder=self._recorder,
                 ),
                 Restart.PERMANENT,
@@ -350,7 +346,7 @@ class DGDActor(Reconciler):
             config=self._config,
             reader=self._reader,
             syncer=self._syncer,
-            primary=self._primary,
+            dgd_writer=self._dgd_writer,
             recorder=self._recorder,
             now=self._now,
             shared_resources=shared,
@@ -381,7 +377,7 @@ class DGDActor(Reconciler):
         """Write ``status`` if it differs from the stored one; then, and only then, emit ``events``."""
         if status == dgd.status:
             return
-        written = await self._primary.write_status(dgd, status)
+        written = await self._dgd_writer.write_status(dgd, status)
         for event in events or ():
             await self._recorder.emit(written, event)
 

@@ -20,7 +20,7 @@ from dgd.messages.dgd import DGDStatus, DynamoGraphDeployment
 FINALIZER = "nvidia.com/finalizer"
 
 
-class PrimaryWriter:
+class DGDWriter:
     """Writes one DGD's annotations, finalizers and status (only the DGD actor and its program hold one)."""
 
     def __init__(self, cluster: Cluster, cache: Cache) -> None:

@@ -33,7 +33,7 @@ import logging
 from collections.abc import Callable
 
 from dgd.actors.cache import Cache
-from dgd.actors.reconciles import ADAPTER_CONTROLLER, RETRY_BACKOFF, Nudge, ReconcileObserver, Reconciler
+from dgd.actors.reconciler import ADAPTER_CONTROLLER, RETRY_BACKOFF, Nudge, ReconcileObserver, Reconciler
 from dgd.actors.recorder import Recorder
 from dgd.actors.runtime import Backoff
 from dgd.cluster.errors import ClusterError, Conflict, NotFound

@@ -51,7 +51,7 @@ class Synced(msgspec.Struct, frozen=True):
     resource: str
 
 
-class Pump(msgspec.Struct, frozen=True):
+class ListAndWatch(msgspec.Struct, frozen=True):
     """Run the list-and-watch loop (sent by the informer to itself when it starts)."""
 
 
@@ -62,7 +62,7 @@ RELIST_BACKOFF = Backoff(initial=0.5, maximum=30.0)
 InformerNews = Observed | Synced
 
 
-class Informer(Actor[Pump]):
+class Informer(Actor[ListAndWatch]):
     """Keeps the cache of one kind current and tells the router about every change."""
 
     def __init__(
@@ -87,9 +87,9 @@ class Informer(Actor[Pump]):
 
     async def on_start(self) -> None:
         self._cache.serve(self._resource, self._scopes)
-        self.context.ref.tell_nowait(Pump())
+        self.context.ref.tell_nowait(ListAndWatch())
 
-    async def receive(self, message: Pump) -> None:
+    async def receive(self, message: ListAndWatch) -> None:
         router: Ref[InformerNews] = Ref(self.context.system, self._router_path)
         if len(self._scopes) == 1:
             await self._follow(router, self._scopes[0])

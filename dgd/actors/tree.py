@@ -25,10 +25,10 @@ from typing import Any
 
 from dgd.actors.cache import Cache, Reader
 from dgd.actors.dgd import DGDActor
-from dgd.actors.dgd_writer import PrimaryWriter
+from dgd.actors.dgd_writer import DGDWriter
 from dgd.actors.dgdsa import AdapterActor
 from dgd.actors.informer import Informer
-from dgd.actors.reconciles import ReconcileObserver, Workers
+from dgd.actors.reconciler import ReconcileObserver
 from dgd.actors.recorder import Recorder
 from dgd.actors.router import DEFAULT_RESYNC, Router
 from dgd.actors.runtime import (
@@ -40,6 +40,7 @@ from dgd.actors.runtime import (
     Supervisor,
 )
 from dgd.actors.sync import Syncer
+from dgd.actors.workers import Workers
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import (
     CHECKPOINT,
@@ -131,7 +132,7 @@ def operator_children(
     reader = Reader(cluster, shared)
     recorder = Recorder(cluster, instance=instance, now=wall)
     syncer = Syncer(cluster, shared, recorder)
-    primary = PrimaryWriter(cluster, shared)
+    dgd_writer = DGDWriter(cluster, shared)
     if namespaces and not config.namespace.restricted:
         raise ValueError("namespaces given in cluster-wide mode: set namespace.restricted as well")
     scopes = tuple(namespaces) or ((config.namespace.restricted,) if config.namespace.restricted else None)
@@ -140,7 +141,7 @@ def operator_children(
     def dgd_actor(namespace: str, name: str) -> ChildSpec[Any]:
         def build() -> DGDActor:
             return DGDActor(
-                namespace, name, cluster=cluster, reader=reader, syncer=syncer, primary=primary,
+                namespace, name, cluster=cluster, reader=reader, syncer=syncer, dgd_writer=dgd_writer,
                 recorder=recorder, config=config, wall=wall, keys=keys, reconciles=reconciles,
                 workers=workers,
             )  # fmt: skip

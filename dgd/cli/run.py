@@ -31,8 +31,7 @@ import msgspec
 import yaml
 from prometheus_client import disable_created_metrics
 
-from dgd.actors.reconciles import DEFAULT_WORKERS
-from dgd.actors.runtime import LoopClock
+from dgd.actors.workers import DEFAULT_WORKERS
 from dgd.cluster.errors import ClusterError
 from dgd.cluster.protocol import Cluster
 from dgd.daemon.lease import LeaseTiming
@@ -332,7 +331,7 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     # As controller-runtime's registry: no ``_created`` series beside every counter and histogram.
     disable_created_metrics()  # type: ignore[no-untyped-call]
-    metrics = DaemonMetrics(LoopClock())
+    metrics = DaemonMetrics()
     configure(settled.log_format, settled.log_level, reconcile_id=metrics.reconcile_id)
     try:
         code: int = anyio.run(

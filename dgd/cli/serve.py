@@ -27,9 +27,9 @@ from typing import Any
 import anyio
 import msgspec
 
-from dgd.actors.reconciles import DEFAULT_WORKERS, Workers
 from dgd.actors.runtime import ActorSystem, ChildSpec, LoopClock, Supervision, Supervisor
 from dgd.actors.tree import operator_children
+from dgd.actors.workers import DEFAULT_WORKERS, Workers
 from dgd.cluster.errors import AlreadyExists
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.protocol import Cluster

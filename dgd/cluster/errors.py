@@ -130,10 +130,6 @@ class Invalid(ClusterError):
         self.causes = causes
         self.bad_request = bad_request
 
-    @property
-    def status_code(self) -> int:
-        return 400 if self.bad_request else self.code
-
     def __str__(self) -> str:
         text = super().__str__()
         if self.bad_request:

@@ -9,18 +9,10 @@ runtime's own: ``dgd_actor_restarts_total{kind}``, ``dgd_actor_mailbox_depth{kin
 ``dgd_supervisor_escalations_total`` and ``dgd_actors{kind}``.
 
 A "controller" is a kind of reconciling actor: the DGD actors under ``/operator/dgds`` and the
-scaling-adapter actors under ``/operator/adapters``. Its "work queue" is their mailboxes: a DGD actor
-with a nudge waiting is one queued key (nudges coalesce, as a work queue deduplicates keys).
-
-Where the reconcile numbers come from:
-
-* exactly, from ``reconcile_started``/``reconcile_finished`` (``ReconcileObserver``), once the
-  reconciling actors call them: the first call switches the derivation below off;
-* until then, derived from the runtime's hooks: every message a reconciling actor handles is one
-  successful reconcile, a crash in the middle of one is an error, and its time runs from the moment
-  the actor took the message (known when it woke up for it, or went straight on from the previous
-  one; the first reconcile of an incarnation is counted but not timed). Errors a reconcile catches
-  itself, retries and queue durations are not visible to the runtime: those series stay at zero.
+scaling-adapter actors under ``/operator/adapters``, which report every reconcile they run
+(``reconcile_started``/``reconcile_finished``: ``ReconcileObserver``). Their "work queue" is their
+mailboxes: a DGD actor with a nudge waiting is one queued key (nudges coalesce, as a work queue
+deduplicates keys), and so is a DGD waiting for a reconcile worker.
 
 Every hook runs on the event loop and is cheap; the per-kind gauges are computed when Prometheus
 scrapes (on the loop too: the HTTP server is an aiohttp app on the same loop).
@@ -37,13 +29,12 @@ from prometheus_client import Counter as PromCounter
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from dgd.actors.reconciles import Workers
-from dgd.actors.runtime import ActorSystem, Clock, DeadLetter
+from dgd.actors.reconciler import ADAPTER_CONTROLLER, DGD_CONTROLLER
+from dgd.actors.runtime import ActorSystem, DeadLetter
 from dgd.actors.tree import ADAPTERS, DGDS
+from dgd.actors.workers import Workers
 
 #: The controller name of each kind of reconciling actor (controller-runtime's lower-case kind).
-DGD_CONTROLLER = "dynamographdeployment"
-ADAPTER_CONTROLLER = "dynamographdeploymentscalingadapter"
 CONTROLLERS = (DGD_CONTROLLER, ADAPTER_CONTROLLER)
 RESULTS = ("success", "error", "requeue", "requeue_after")
 
@@ -83,18 +74,28 @@ class DaemonMetrics:
     read zero.
     """
 
-    def __init__(self, clock: Clock, *, registry: CollectorRegistry | None = None) -> None:
+    def __init__(self, *, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
-        self._clock = clock
         self._system: ActorSystem | None = None
         #: The DGD reconcile workers of the bound system (their waiting keys are queued work).
         self.workers: Workers | None = None
-        self._exact = False
-        self._since: dict[str, float] = {}
-        self._busy: dict[str, str] = {}
         self._numbers: Counter[str] = Counter()
         self._active: Counter[str] = Counter()
-        registry = self.registry
+        self._define(self.registry)
+        # Every controller's series exist from the start, as controller-runtime initialises them.
+        for controller in CONTROLLERS:
+            for result in RESULTS:
+                self.reconciles.labels(controller, result)
+            self.reconcile_errors.labels(controller)
+            self.reconcile_time.labels(controller)
+            self.active_workers.labels(controller).set_function(self._workers(controller))
+            self.adds.labels(controller)
+            self.queue_duration.labels(controller)
+            self.retries.labels(controller)
+        self.registry.register(_ActorGauges(self))
+
+    def _define(self, registry: CollectorRegistry) -> None:
+        """Every series, under controller-runtime's and client-go's names (see the module)."""
         self.reconciles = PromCounter(
             "controller_runtime_reconcile_total",
             "Total number of reconciliations per controller",
@@ -160,17 +161,6 @@ class DaemonMetrics:
             "Supervisors that exceeded their restart intensity and failed to their parent",
             registry=registry,
         )
-        # Every controller's series exist from the start, as controller-runtime initialises them.
-        for controller in CONTROLLERS:
-            for result in RESULTS:
-                self.reconciles.labels(controller, result)
-            self.reconcile_errors.labels(controller)
-            self.reconcile_time.labels(controller)
-            self.active_workers.labels(controller).set_function(self._workers(controller))
-            self.adds.labels(controller)
-            self.queue_duration.labels(controller)
-            self.retries.labels(controller)
-        registry.register(_ActorGauges(self))
 
     def _workers(self, controller: str) -> Callable[[], float]:
         return lambda: float(self._active[controller])
@@ -183,11 +173,7 @@ class DaemonMetrics:
         self._system = system
         self.workers = workers if system is not None else None
         if system is None:
-            self._since.clear()
-            self._busy.clear()
             self._numbers.clear()
-            if not self._exact:
-                self._active.clear()
 
     @property
     def system(self) -> ActorSystem | None:
@@ -204,7 +190,6 @@ class DaemonMetrics:
     # ReconcileObserver: exact numbers, from the reconciling actors themselves.
 
     def reconcile_started(self, controller: str, namespace: str, name: str) -> None:
-        self._exact = True
         self._numbers[f"{_base(controller)}/{namespace}/{name}"] += 1
         self._active[controller] += 1
         self.adds.labels(controller).inc()
@@ -226,32 +211,12 @@ class DaemonMetrics:
         found = reconciler(path)
         if found is None:
             return None
-        number = self._numbers[path] if self._exact else self._numbers[path] + 1
-        return f"{found[1]}/{found[2]}#{number}"
+        return f"{found[1]}/{found[2]}#{self._numbers[path]}"
 
     # The runtime's Metrics hooks.
 
     def message_processed(self, path: str, message_type: type) -> None:
-        if self._exact:
-            return
-        found = reconciler(path)
-        if found is None:
-            return
-        controller = found[0]
-        now = self._clock.now()
-        self._numbers[path] += 1
-        self.reconciles.labels(controller, "success").inc()
-        self.adds.labels(controller).inc()
-        since = self._since.pop(path, None)
-        if since is not None:
-            self.reconcile_time.labels(controller).observe(max(0.0, now - since))
-        # The next queued message, if any, starts now.
-        cell = self._system.lookup(path) if self._system is not None else None
-        if cell is not None and cell.mailbox_depth > 0:
-            self._since[path] = now
-            self._mark_busy(path, controller)
-        else:
-            self._mark_idle(path)
+        pass
 
     def message_coalesced(self, path: str, message_type: type) -> None:
         pass
@@ -260,25 +225,10 @@ class DaemonMetrics:
         pass
 
     def mailbox_depth(self, path: str, depth: int) -> None:
-        # Sampled as an actor wakes up for a batch of messages: a reconciler starts one now.
-        if self._exact or depth <= 0:
-            return
-        found = reconciler(path)
-        if found is not None:
-            self._since[path] = self._clock.now()
-            self._mark_busy(path, found[0])
+        pass
 
     def crashed(self, path: str, reason: BaseException) -> None:
-        if self._exact:
-            return
-        found = reconciler(path)
-        if found is None:
-            return
-        self._since.pop(path, None)
-        if path in self._busy:
-            self.reconciles.labels(found[0], "error").inc()
-            self.reconcile_errors.labels(found[0]).inc()
-        self._mark_idle(path)
+        pass
 
     def restarted(self, path: str, restarts: int) -> None:
         cell = self._system.lookup(path) if self._system is not None else None
@@ -289,16 +239,6 @@ class DaemonMetrics:
 
     def dead_lettered(self, letter: DeadLetter) -> None:
         pass
-
-    def _mark_busy(self, path: str, controller: str) -> None:
-        if path not in self._busy:
-            self._busy[path] = controller
-            self._active[controller] += 1
-
-    def _mark_idle(self, path: str) -> None:
-        controller = self._busy.pop(path, None)
-        if controller is not None:
-            self._active[controller] = max(0, self._active[controller] - 1)
 
     def forget_gone(self) -> None:
         """Drop what is kept per actor for actors that no longer exist (DGDs deleted)."""

@@ -34,10 +34,10 @@ import anyio
 import msgspec
 
 from dgd.actors.cache import Cache
-from dgd.actors.reconciles import DEFAULT_WORKERS, Workers
 from dgd.actors.router import DEFAULT_RESYNC
 from dgd.actors.runtime import ActorSystem, Clock, LoopClock
 from dgd.actors.tree import operator_children, secure_keys, watched
+from dgd.actors.workers import DEFAULT_WORKERS, Workers
 from dgd.cluster.protocol import Cluster
 from dgd.daemon.election import LeaderElector
 from dgd.daemon.lease import LeaseTiming
@@ -107,7 +107,7 @@ class Daemon:
         self._random = random or random_module.Random()
         self._keys = keys
         self._resync = resync
-        self.metrics = metrics or DaemonMetrics(self._clock)
+        self.metrics = metrics or DaemonMetrics()
         self.health = health or Health(self._clock)
         self._stopping = anyio.Event()
         #: Set once the servers listen (their ports are then known).

@@ -19,7 +19,6 @@ import msgspec
 from dgd.domain.metadata_keys import COMPONENT, WORKER_HASH
 from dgd.domain.naming import dynamo_namespace
 from dgd.domain.render.pcs import graph_pcs_name
-from dgd.domain.roles import uses_pcsg
 from dgd.messages.component import WORKER_TYPES, ComponentSpec
 from dgd.messages.dcd import DynamoComponentDeployment
 from dgd.messages.dgd import ComponentKind, ComponentReplicaStatus, DynamoGraphDeployment
@@ -275,11 +274,6 @@ def grove_readiness(
     if not_ready:
         return GroveReadiness(False, classification, "; ".join(not_ready), statuses)
     return GroveReadiness(True, "", "", statuses)
-
-
-def child_kind(component: ComponentSpec) -> str:
-    """``PodCliqueScalingGroup`` for a component Grove scales as a group, else ``PodClique``."""
-    return "PodCliqueScalingGroup" if uses_pcsg(component) else "PodClique"
 
 
 def _accepted_revision(pcs: PodCliqueSet | None) -> str | None:

@@ -13,9 +13,10 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from dgd.actors.reconciles import DEFAULT_WORKERS, ReconcileObserver, Workers
+from dgd.actors.reconciler import ReconcileObserver
 from dgd.actors.runtime import ChildSpec, Metrics
 from dgd.actors.tree import operator_children
+from dgd.actors.workers import DEFAULT_WORKERS, Workers
 from dgd.cluster.protocol import Cluster
 from dgd.domain.gates import effective_config, resolve_gates, served_apis
 from dgd.domain.render.ssh_keys import rsa_key_pair

@@ -82,7 +82,7 @@ async def _events_before_status(
         return
     for event in events or ():
         await self._recorder.emit(dgd, event)
-    await self._primary.write_status(dgd, status)
+    await self._dgd_writer.write_status(dgd, status)
 
 
 def test_a_build_that_emits_events_before_writing_the_status_is_caught_and_shrunk_to_a_replayable_trace(

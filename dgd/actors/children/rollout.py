@@ -2,7 +2,7 @@
 
 It answers two requests of the Component program, each one step of §8:
 
-* ``Prepare`` (step 1, before anything is rendered): records the worker hash (v1→v2 migration,
+* ``AdvanceRollout`` (step 1, before anything is rendered): records the worker hash (v1→v2 migration,
   initialization) and, for a graph without multinode components, advances the rollout state
   machine (``dgd.domain.rollout.advance``): it deletes the old worker DCDs and records the completed
   generation when the machine says so. A multinode graph gets the "unsupported pathway" commit
@@ -25,7 +25,7 @@ import msgspec
 
 from dgd.actors.cache import Reader
 from dgd.actors.children.step_failed import StepFailed
-from dgd.actors.dgd_writer import PrimaryWriter
+from dgd.actors.dgd_writer import DGDWriter
 from dgd.actors.recorder import Recorder
 from dgd.actors.runtime import Actor, Request
 from dgd.actors.sync import Syncer
@@ -64,7 +64,7 @@ from dgd.messages.dgd import DynamoGraphDeployment, RollingUpdateStatus
 logger = logging.getLogger("dgd.rollout")
 
 
-class Prepared(msgspec.Struct, frozen=True, kw_only=True):
+class RolloutAdvanced(msgspec.Struct, frozen=True, kw_only=True):
     """The worker generation this reconcile renders.
 
     ``dgd``: the DGD as last written (its annotations may have changed); ``status``: the new
@@ -83,7 +83,7 @@ class Prepared(msgspec.Struct, frozen=True, kw_only=True):
     wake: float | None = None
 
 
-class Prepare(Request[Prepared | StepFailed], frozen=True, kw_only=True):
+class AdvanceRollout(Request[RolloutAdvanced | StepFailed], frozen=True, kw_only=True):
     """Step 1 of the Component program for ``dgd`` (as last written; ``defaulted`` is what is rendered),
     whose desired v2 worker hash is ``desired``."""
 
@@ -133,27 +133,27 @@ def observe(dcd: DynamoComponentDeployment) -> WorkerDCD | None:
     )
 
 
-class Rollout(Actor[Prepare | ScaleOld]):
+class Rollout(Actor[AdvanceRollout | ScaleOld]):
     """Owns a DGD's worker-hash annotations and the replicas of its old worker generations."""
 
     def __init__(
-        self, *, cluster: Cluster, reader: Reader, syncer: Syncer, primary: PrimaryWriter, recorder: Recorder
+        self, *, cluster: Cluster, reader: Reader, syncer: Syncer, dgd_writer: DGDWriter, recorder: Recorder
     ) -> None:
         self._cluster = cluster
         self._reader = reader
         self._syncer = syncer
-        self._primary = primary
+        self._dgd_writer = dgd_writer
         self._recorder = recorder
         self._progress: Progress | None = None
 
-    async def receive(self, message: Prepare | ScaleOld) -> Prepared | OldScaled | StepFailed:
+    async def receive(self, message: AdvanceRollout | ScaleOld) -> RolloutAdvanced | OldScaled | StepFailed:
         if isinstance(message, ScaleOld):
             return await self._scale_old(message.namespace, message.components)
         return await self._prepare(message)
 
     # Step 1.
 
-    async def _prepare(self, message: Prepare) -> Prepared | StepFailed:
+    async def _prepare(self, message: AdvanceRollout) -> RolloutAdvanced | StepFailed:
         dgd, desired = message.dgd, message.desired
         # A v1-only DGD records its v2 hash first (not while a rollout is active).
         rolling_update = dgd.status.rolling_update if dgd.status is not None else None
@@ -162,7 +162,7 @@ class Rollout(Actor[Prepare | ScaleOld]):
             changes = migration(dgd.metadata.annotations or {}, desired)
             if changes:
                 try:
-                    dgd = await self._primary.annotate(dgd, changes)
+                    dgd = await self._dgd_writer.annotate(dgd, changes)
                 except ClusterError as error:
                     return _failed(
                         FAILED_TO_MIGRATE_WORKER_HASH, f"failed to migrate the worker hash: {error}"
@@ -175,7 +175,7 @@ class Rollout(Actor[Prepare | ScaleOld]):
         current = Hashes.of(dgd.metadata.annotations)
         if current.v1 is None and current.v2 is None:
             try:
-                dgd = await self._primary.annotate(dgd, {CURRENT_WORKER_HASH_V2: desired})
+                dgd = await self._dgd_writer.annotate(dgd, {CURRENT_WORKER_HASH_V2: desired})
             except ClusterError as error:
                 return _failed(
                     FAILED_TO_INITIALIZE_WORKER_HASH, f"failed to initialize the worker hash: {error}"
@@ -188,13 +188,13 @@ class Rollout(Actor[Prepare | ScaleOld]):
 
     async def _unmanaged(
         self, dgd: DynamoGraphDeployment, desired: str, rolling_update: RollingUpdateStatus | None
-    ) -> Prepared | StepFailed:
+    ) -> RolloutAdvanced | StepFailed:
         """§12.7 on the Component pathway: the hash is committed at once; Deployments roll natively."""
         plan = plan_unmanaged(dgd.metadata.annotations or {}, desired)
         initializing = not plan.changed
         if plan.annotations:
             try:
-                dgd = await self._primary.annotate(dgd, plan.annotations)
+                dgd = await self._dgd_writer.annotate(dgd, plan.annotations)
             except ClusterError as error:
                 if initializing:
                     why = f"failed to initialize the worker hash: {error}"
@@ -208,15 +208,15 @@ class Rollout(Actor[Prepare | ScaleOld]):
                         dgd, EventRecord("Warning", "RollingUpdateNotSupported", "Update", note)
                     )
         suffix = Hashes.of(dgd.metadata.annotations).name_suffix() or desired
-        return Prepared(dgd=dgd, status=rolling_update, new_hash=suffix)
+        return RolloutAdvanced(dgd=dgd, status=rolling_update, new_hash=suffix)
 
     async def _advance(
         self,
-        message: Prepare,
+        message: AdvanceRollout,
         dgd: DynamoGraphDeployment,
         current: Hashes,
         rolling_update: RollingUpdateStatus | None,
-    ) -> Prepared:
+    ) -> RolloutAdvanced:
         desired = message.desired
         phase = rolling_update.phase if rolling_update is not None else None
         active = phase in ACTIVE_PHASES
@@ -224,7 +224,7 @@ class Rollout(Actor[Prepare | ScaleOld]):
         if not active and current.matches(desired):
             # Nothing to roll: the recorded generation is the desired one.
             self._progress = None
-            return Prepared(dgd=dgd, status=rolling_update, new_hash=new_hash)
+            return RolloutAdvanced(dgd=dgd, status=rolling_update, new_hash=new_hash)
         components = await self._generations(message.defaulted, dgd, new_hash)
         step = advance(
             rolling_update,
@@ -241,9 +241,9 @@ class Rollout(Actor[Prepare | ScaleOld]):
         for name in step.delete:
             await self._delete_old(dgd, name)
         if step.annotations:
-            dgd = await self._primary.annotate(dgd, step.annotations)
+            dgd = await self._dgd_writer.annotate(dgd, step.annotations)
         rolling = step.status is not None and step.status.phase in ACTIVE_PHASES
-        return Prepared(
+        return RolloutAdvanced(
             dgd=dgd,
             status=step.status,
             new_hash=new_hash,

@@ -29,7 +29,7 @@ import msgspec
 from dgd.actors.cache import Reader
 from dgd.actors.children.checkpoint_storage import FinalizeCheckpoints, ResolveCheckpoints
 from dgd.actors.children.restart import ResolveRestart, carried_dcd_stamps
-from dgd.actors.children.rollout import OldScaled, Prepare, Prepared, ScaleOld
+from dgd.actors.children.rollout import AdvanceRollout, OldScaled, RolloutAdvanced, ScaleOld
 from dgd.actors.children.scaling_adapters import ReconcileAdapters
 from dgd.actors.children.shared_resources import EnsureShared
 from dgd.actors.children.step_failed import StepFailed
@@ -90,7 +90,7 @@ class ComponentProgram:
         clock: Callable[[], float],
         progress_deadline: float | None,
         shared_resources: Ref[EnsureShared],
-        rollout: Ref[Prepare | ScaleOld],
+        rollout: Ref[AdvanceRollout | ScaleOld],
         checkpoints: Ref[ResolveCheckpoints | FinalizeCheckpoints],
         restart: Ref[ResolveRestart],
         adapters: Ref[ReconcileAdapters],
@@ -127,7 +127,7 @@ class ComponentProgram:
             raise Failure(FAILED_TO_RECONCILE, "; ".join(str(problem) for problem in refused), terminal=True)
         # Step 1: the worker generation this reconcile renders.
         prepared = await self._rollout.ask(
-            Prepare(
+            AdvanceRollout(
                 dgd=result.dgd,
                 defaulted=dgd,
                 desired=self._worker_hash(dgd),
@@ -196,7 +196,7 @@ class ComponentProgram:
         self,
         result: ProgramResult,
         dgd: DynamoGraphDeployment,
-        prepared: Prepared,
+        prepared: RolloutAdvanced,
         restart: RestartState,
         infos: Mapping[str, CheckpointInfo],
     ) -> ReconcileResult:

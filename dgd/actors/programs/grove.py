@@ -22,7 +22,7 @@ from dgd.actors.children.scaling_adapters import ReconcileAdapters
 from dgd.actors.children.shared_resources import EnsureShared
 from dgd.actors.children.step_failed import StepFailed
 from dgd.actors.children.topology_status import NoTopology, Project
-from dgd.actors.dgd_writer import PrimaryWriter
+from dgd.actors.dgd_writer import DGDWriter
 from dgd.actors.programs.result import ProgramResult, as_failure
 from dgd.actors.recorder import Recorder
 from dgd.actors.runtime import ActorError, Ref
@@ -78,7 +78,7 @@ logger = logging.getLogger("dgd.grove")
 _STABLE_KINDS: dict[str, Resource[JSON]] = {"Service": SERVICE, "Ingress": INGRESS}
 
 
-def _render_inputs(dgd: DynamoGraphDeployment, pcs: PodCliqueSet | None, extra: bytes) -> int | None:
+def _pcs_inputs_digest(dgd: DynamoGraphDeployment, pcs: PodCliqueSet | None, extra: bytes) -> int | None:
     """A digest of everything the PodCliqueSet is rendered and synced from: the DGD's spec (its
     generation) and annotations, the restart stamps and checkpoints (``extra``), and the
     PodCliqueSet's spec (generation) and metadata."""
@@ -106,7 +106,7 @@ class GroveProgram:
         config: OperatorConfig,
         reader: Reader,
         syncer: Syncer,
-        primary: PrimaryWriter,
+        dgd_writer: DGDWriter,
         recorder: Recorder,
         now: Callable[[], str],
         shared_resources: Ref[EnsureShared],
@@ -119,7 +119,7 @@ class GroveProgram:
         self._config = config
         self._reader = reader
         self._syncer = syncer
-        self._primary = primary
+        self._dgd_writer = dgd_writer
         self._recorder = recorder
         self._now = now
         self._shared_resources = shared_resources
@@ -220,7 +220,7 @@ class GroveProgram:
         extra = msgspec.json.encode((stamps, sorted(infos.items())))
         # 2. Render against the one observation (replicas and order kept, restart stamps carried),
         # unless neither the DGD nor the PodCliqueSet changed since the last sync left them equal.
-        inputs = _render_inputs(result.dgd, observed, extra)
+        inputs = _pcs_inputs_digest(result.dgd, observed, extra)
         if observed is not None and inputs == self._synced_inputs:
             pcs = observed
         else:
@@ -240,7 +240,7 @@ class GroveProgram:
                 pcs = await self._syncer.sync(PCS, desired, observed, owner=result.dgd)
             except ClusterError as error:
                 raise as_failure(error, "failed to reconcile the Grove PodCliqueSet") from error
-            self._synced_inputs = _render_inputs(result.dgd, pcs, extra) if pcs is observed else None
+            self._synced_inputs = _pcs_inputs_digest(result.dgd, pcs, extra) if pcs is observed else None
         synced.append(pcs)
         # 4. The write barrier: the worker hash is committed only once the PodCliqueSet carries it.
         await self._commit_worker_hash(result, plan.annotations, changed=plan.changed)
@@ -276,7 +276,7 @@ class GroveProgram:
         if not changes:
             return
         try:
-            result.dgd = await self._primary.annotate(result.dgd, changes)
+            result.dgd = await self._dgd_writer.annotate(result.dgd, changes)
         except ClusterError as error:
             raise Failure(
                 FAILED_TO_MIGRATE_WORKER_HASH, f"failed to migrate the worker hash: {error}"
@@ -290,7 +290,7 @@ class GroveProgram:
         if not annotations:
             return
         try:
-            result.dgd = await self._primary.annotate(result.dgd, annotations)
+            result.dgd = await self._dgd_writer.annotate(result.dgd, annotations)
         except ClusterError as error:
             raise Failure(ROLLING_UPDATE_FAILED, f"failed to commit the worker hash: {error}") from error
         if changed:

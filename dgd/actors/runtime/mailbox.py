@@ -81,10 +81,6 @@ class Mailbox:
     def __len__(self) -> int:
         return (len(self._queue) if self._queue else 0) + (len(self._blocked) if self._blocked else 0)
 
-    @property
-    def is_open(self) -> bool:
-        return self._open
-
     def open(self) -> None:
         self._open = True
 

@@ -32,11 +32,6 @@ def set_condition(
     return sorted(out, key=lambda condition: condition.type)
 
 
-def find_condition(conditions: list[Condition] | None, type: str) -> Condition | None:
-    """The condition of ``type``, if present."""
-    return next((condition for condition in conditions or [] if condition.type == type), None)
-
-
 def without_condition(conditions: list[Condition] | None, type: str) -> list[Condition] | None:
     """``conditions`` without ``type`` (``None`` when none is left)."""
     out = [condition for condition in conditions or [] if condition.type != type]

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from dgd.actors.reconciles import Nudge
+from dgd.actors.reconciler import Nudge
 from dgd.actors.runtime import Ref
 from dgd.actors.tree import DGDS, operator_children
 from dgd.cluster.memory.faults import Delay, FaultRule

@@ -5,8 +5,8 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from dgd.actors.reconciles import Workers
 from dgd.actors.runtime import settle
+from dgd.actors.workers import Workers
 
 pytestmark = pytest.mark.anyio
 

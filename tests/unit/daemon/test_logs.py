@@ -58,10 +58,16 @@ class Say(msgspec.Struct, frozen=True):
 
 
 class Talker(Actor[Say]):
-    """Logs what it is told, as a DGD actor would while reconciling."""
+    """Logs what it is told, as a DGD actor would while reconciling (and reports the reconcile, as the
+    DGD actor does)."""
+
+    def __init__(self, reconciles: DaemonMetrics) -> None:
+        self._reconciles = reconciles
 
     async def receive(self, message: Say) -> None:
+        self._reconciles.reconcile_started("dynamographdeployment", "team-a", "demo")
         logging.getLogger("dgd.test").info("reconciling: %s", message.text)
+        self._reconciles.reconcile_finished("dynamographdeployment", "team-a", "demo", "success", 0.0)
 
 
 def test_a_line_is_one_json_object_with_time_level_logger_and_message() -> None:
@@ -84,11 +90,11 @@ def test_a_line_is_one_json_object_with_time_level_logger_and_message() -> None:
 
 @pytest.mark.anyio
 async def test_a_line_logged_by_a_dgd_actor_names_the_dgd_the_actor_and_the_reconcile() -> None:
-    metrics = DaemonMetrics(ManualClock())
+    metrics = DaemonMetrics()
     tree = [
         ChildSpec(
             "operator",
-            lambda: Supervisor([ChildSpec("dgds", lambda: Supervisor([ChildSpec("team-a/demo", Talker)]))]),
+            lambda: Supervisor([ChildSpec("dgds", lambda: Supervisor([ChildSpec("team-a/demo", lambda: Talker(metrics))]))]),
         )
     ]
     with captured(metrics=metrics) as out:

@@ -73,7 +73,7 @@ def test_an_event_emitted_before_its_status_is_written_breaks_events_follow_stat
             return
         for event in events or ():
             await self._recorder.emit(dgd, event)
-        await self._primary.write_status(dgd, status)
+        await self._dgd_writer.write_status(dgd, status)
 
     def bug() -> None:
         monkeypatch.setattr(dgd_actor.DGDActor, "_persist", persist)

@@ -20,9 +20,10 @@ import msgspec
 import yaml
 
 from dgd.actors.cache import Cache
-from dgd.actors.reconciles import Nudge, ReconcileObserver, Workers
+from dgd.actors.reconciler import Nudge, ReconcileObserver
 from dgd.actors.runtime import ActorSystem, CountingMetrics, ManualClock, Ref, settle
 from dgd.actors.tree import DGDS, operator_children
+from dgd.actors.workers import Workers
 from dgd.cluster.errors import NotFound
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.resources import CLUSTER_ROLE, DGD, EVENT, NAMESPACE, PCLQ, PCS, PCSG, SECRET

@@ -7,9 +7,9 @@ from collections.abc import Awaitable, Callable
 import msgspec
 import pytest
 
-from dgd.actors.reconciles import Workers
 from dgd.actors.runtime import CountingMetrics
 from dgd.actors.tree import DGDS, INFORMERS
+from dgd.actors.workers import Workers
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.resources import DGD, NAMESPACE, SERVICE
 from dgd.messages.config import NamespaceConfig, OperatorConfig
