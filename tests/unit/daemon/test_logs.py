@@ -91,12 +91,8 @@ def test_a_line_is_one_json_object_with_time_level_logger_and_message() -> None:
 @pytest.mark.anyio
 async def test_a_line_logged_by_a_dgd_actor_names_the_dgd_the_actor_and_the_reconcile() -> None:
     metrics = DaemonMetrics()
-    tree = [
-        ChildSpec(
-            "operator",
-            lambda: Supervisor([ChildSpec("dgds", lambda: Supervisor([ChildSpec("team-a/demo", lambda: Talker(metrics))]))]),
-        )
-    ]
+    talker = ChildSpec("team-a/demo", lambda: Talker(metrics))
+    tree = [ChildSpec("operator", lambda: Supervisor([ChildSpec("dgds", lambda: Supervisor([talker]))]))]
     with captured(metrics=metrics) as out:
         async with ActorSystem(tree, clock=ManualClock(), random=random.Random(1), metrics=metrics) as system:
             metrics.bind(system)
