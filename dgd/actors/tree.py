@@ -128,68 +128,53 @@ def operator_children(
     every namespace); ``config.namespace.restricted`` must be set when they are given (it is the
     restricted-mode switch). ``workers`` bounds the DGD reconciles that run at once (default: no
     bound)."""
-    shared = cache if cache is not None else Cache()
-    reader = Reader(cluster, shared)
-    recorder = Recorder(cluster, instance=instance, now=wall)
-    syncer = Syncer(cluster, shared, recorder)
-    dgd_writer = DGDWriter(cluster, shared)
     if namespaces and not config.namespace.restricted:
         raise ValueError("namespaces given in cluster-wide mode: set namespace.restricted as well")
     scopes = tuple(namespaces) or ((config.namespace.restricted,) if config.namespace.restricted else None)
-    kinds = watched(config)
+    wiring = _Wiring(
+        cluster, cache if cache is not None else Cache(), config=config, wall=wall, instance=instance,
+        keys=keys, reconciles=reconciles, workers=workers,
+    )  # fmt: skip
+    return [ChildSpec(OPERATOR[1:], lambda: wiring.operator(watched(config), scopes, resync), shutdown=60.0)]
 
-    def dgd_actor(namespace: str, name: str) -> ChildSpec[Any]:
-        def build() -> DGDActor:
-            return DGDActor(
-                namespace, name, cluster=cluster, reader=reader, syncer=syncer, dgd_writer=dgd_writer,
-                recorder=recorder, config=config, wall=wall, keys=keys, reconciles=reconciles,
-                workers=workers,
+
+class _Wiring:
+    """The collaborators every actor of one operator tree shares, and how each actor is built."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        cache: Cache,
+        *,
+        config: OperatorConfig,
+        wall: Callable[[], float],
+        instance: str,
+        keys: Callable[[], KeyPair],
+        reconciles: ReconcileObserver | None,
+        workers: Workers | None,
+    ) -> None:
+        self.cluster, self.cache, self.config, self.wall = cluster, cache, config, wall
+        self.instance, self.keys, self.reconciles, self.workers = instance, keys, reconciles, workers
+        self.reader = Reader(cluster, cache)
+        self.recorder = Recorder(cluster, instance=instance, now=wall)
+        self.syncer = Syncer(cluster, cache, self.recorder)
+        self.dgd_writer = DGDWriter(cluster, cache)
+
+    def operator(
+        self, kinds: Sequence[Resource[Any]], scopes: Sequence[str] | None, resync: float | None
+    ) -> Supervisor:
+        """The operator supervisor: per-object actors, the router, then the informers (rest for one)."""
+
+        def router() -> Router:
+            return Router(
+                cache=self.cache, dgds=DGDS, spawn=self.dgd_actor, adapters=ADAPTERS,
+                spawn_adapter=self.adapter_actor, informers={str(k) for k in kinds}, resync=resync,
             )  # fmt: skip
 
-        return ChildSpec(f"{namespace}/{name}", build, Restart.TRANSIENT, shutdown=10.0)
+        def informers() -> Supervisor:
+            specs = [self.informer(kind, scopes) for kind in kinds]
+            return Supervisor(specs, Supervision(intensity=20, period=60.0))
 
-    def adapter_actor(namespace: str, name: str) -> ChildSpec[Any]:
-        def build() -> AdapterActor:
-            return AdapterActor(
-                namespace,
-                name,
-                cluster=cluster,
-                cache=shared,
-                wall=wall,
-                instance=instance,
-                reconciles=reconciles,
-            )
-
-        return ChildSpec(f"{namespace}/{name}", build, Restart.TRANSIENT, shutdown=10.0)
-
-    def informer(resource: Resource[Any]) -> ChildSpec[Any]:
-        def build() -> Informer:
-            return Informer(
-                resource,
-                cluster=cluster,
-                cache=shared,
-                router=ROUTER,
-                namespaces=scopes,
-                label_selector=SELECTORS.get(str(resource)),
-            )
-
-        return ChildSpec(resource.plural, build, Restart.PERMANENT, shutdown=0.0)
-
-    def router() -> Router:
-        return Router(
-            cache=shared,
-            dgds=DGDS,
-            spawn=dgd_actor,
-            adapters=ADAPTERS,
-            spawn_adapter=adapter_actor,
-            informers={str(k) for k in kinds},
-            resync=resync,
-        )
-
-    def informers() -> Supervisor:
-        return Supervisor([informer(kind) for kind in kinds], Supervision(intensity=20, period=60.0))
-
-    def operator() -> Supervisor:
         return Supervisor(
             [
                 ChildSpec("dgds", lambda: DynamicSupervisor(DGDS_SUPERVISION), shutdown=30.0),
@@ -200,4 +185,30 @@ def operator_children(
             Supervision(Strategy.REST_FOR_ONE, intensity=10, period=60.0),
         )
 
-    return [ChildSpec(OPERATOR[1:], operator, shutdown=60.0)]
+    def dgd_actor(self, namespace: str, name: str) -> ChildSpec[Any]:
+        def build() -> DGDActor:
+            return DGDActor(
+                namespace, name, cluster=self.cluster, reader=self.reader, syncer=self.syncer,
+                dgd_writer=self.dgd_writer, recorder=self.recorder, config=self.config, wall=self.wall,
+                keys=self.keys, reconciles=self.reconciles, workers=self.workers,
+            )  # fmt: skip
+
+        return ChildSpec(f"{namespace}/{name}", build, Restart.TRANSIENT, shutdown=10.0)
+
+    def adapter_actor(self, namespace: str, name: str) -> ChildSpec[Any]:
+        def build() -> AdapterActor:
+            return AdapterActor(
+                namespace, name, cluster=self.cluster, cache=self.cache, wall=self.wall,
+                instance=self.instance, reconciles=self.reconciles,
+            )  # fmt: skip
+
+        return ChildSpec(f"{namespace}/{name}", build, Restart.TRANSIENT, shutdown=10.0)
+
+    def informer(self, resource: Resource[Any], scopes: Sequence[str] | None) -> ChildSpec[Any]:
+        def build() -> Informer:
+            return Informer(
+                resource, cluster=self.cluster, cache=self.cache, router=ROUTER, namespaces=scopes,
+                label_selector=SELECTORS.get(str(resource)),
+            )  # fmt: skip
+
+        return ChildSpec(resource.plural, build, Restart.PERMANENT, shutdown=0.0)

@@ -9,8 +9,8 @@ its help, then to the default shown. Exit codes: 0 stopped on request, 1 the lea
 operator failed or the cluster refused to start it (a required feature gate's API missing), 2 usage
 error.
 
-Like ``cli.py``, this module is the command line: it imports ``dgd.daemon`` and, only when it runs,
-the kube adapter.
+This module is the command line: it imports ``dgd.daemon`` and, only when it runs, the kube adapter.
+Over 400 lines: every flag of ``run`` with its help, config key and check, as ``--help`` shows them.
 """
 
 from __future__ import annotations
@@ -69,7 +69,14 @@ def add_command(commands: Any) -> None:
         description=DESCRIPTION,
         epilog="Exit codes: 0 stopped on request, 1 lease lost or operator failed, 2 usage error.",
     )
-    cluster = run.add_argument_group("cluster")
+    _add_cluster_flags(run.add_argument_group("cluster"))
+    _add_serving_flags(run.add_argument_group("metrics and probes"))
+    _add_election_flags(run.add_argument_group("leader election"))
+    _add_process_flags(run.add_argument_group("process"))
+    run.set_defaults(run=_run)
+
+
+def _add_cluster_flags(cluster: Any) -> None:
     cluster.add_argument(
         "--kubeconfig",
         metavar="PATH",
@@ -98,7 +105,8 @@ def add_command(commands: Any) -> None:
     )
     cluster.add_argument("--config", metavar="FILE", type=Path, help="operator configuration file (YAML)")
 
-    serving = run.add_argument_group("metrics and probes")
+
+def _add_serving_flags(serving: Any) -> None:
     serving.add_argument(
         "--metrics-addr",
         metavar="[HOST]:PORT",
@@ -111,7 +119,8 @@ def add_command(commands: Any) -> None:
         "(config: server.healthProbe; default :8081)",
     )
 
-    election = run.add_argument_group("leader election")
+
+def _add_election_flags(election: Any) -> None:
     election.add_argument(
         "--leader-elect",
         action=argparse.BooleanOptionalAction,
@@ -148,7 +157,8 @@ def add_command(commands: Any) -> None:
         help="how often candidates try the lease (default 2s)",
     )
 
-    process = run.add_argument_group("process")
+
+def _add_process_flags(process: Any) -> None:
     process.add_argument(
         "--log-format", choices=FORMATS, help="log line format (config: logging.format; default json)"
     )
@@ -175,7 +185,6 @@ def add_command(commands: Any) -> None:
         metavar="ID",
         help="this replica's identity in the Lease and in Events (default: HOSTNAME-PID)",
     )
-    run.set_defaults(run=_run)
 
 
 class Usage(Exception):

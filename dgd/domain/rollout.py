@@ -11,6 +11,8 @@ observes the DCDs and pods, calls these functions, and performs what they decide
 * ``targets`` and ``distribute`` are the replica arithmetic (§12.4, §12.5);
 * ``merged_status`` is the component status during a rollout (§12.6).
 
+Over 400 lines: the state machine and its arithmetic are one contract (§12), kept side by side.
+
 Departures from upstream (``docs/decisions.md``, "Managed worker rollout"):
 
 * A rollout completes only once the old worker DCDs are **gone**, not when their deletion was
@@ -389,7 +391,25 @@ def advance(
     if phase == COMPLETED:
         return Step(status=status)
 
-    # InProgress or Failed: continue, and complete once every component is updated and the old
+    return _drive(rolling, phase, desired, new_hash, components, now, clock, progress, deadline)
+
+
+def _drive(
+    rolling: RollingUpdateStatus,
+    phase: RollingUpdatePhase,
+    desired: str,
+    new_hash: str,
+    components: Sequence[Generations],
+    now: str,
+    clock: float,
+    progress: Progress | None,
+    deadline: float | None,
+) -> Step:
+    """An ``InProgress`` or ``Failed`` rollout: continue it, complete it, or fail it at the deadline."""
+    has_old = any(g.old for g in components)
+    everyone_updated = bool(components) and all(is_updated(g) for g in components)
+    all_drained = all(g.drained for g in components)
+    # Continue, and complete once every component is updated and the old
     # generations drained (Recreate) and gone; the old DCDs are deleted once the rest is done.
     updated = sorted(g.component for g in components if is_updated(g))
     rolling = msgspec.structs.replace(rolling, phase=phase, end_time=None, updated_components=updated or None)

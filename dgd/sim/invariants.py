@@ -1,5 +1,7 @@
 """The operator's invariants, checked against every change a simulated cluster stores.
 
+Over 400 lines: the seven invariants share one journal of changes and are judged in one pass.
+
 ``Invariants(sim)`` hears every change the API server stores (``MemoryCluster.observe``: no fault
 rule applies to it, nothing is missed when watches drop), with the actor that made it (the actor
 runtime's ``current_actor``: ``/operator/...``, ``/world/...``, or ``None`` for the trace's user).

@@ -155,9 +155,8 @@ def _component_cliques(
 ) -> tuple[list[PodCliqueTemplateSpec], PodCliqueScalingGroupConfig | None]:
     """The cliques of one component, and its scaling group when it has one."""
     namespace = dgd.metadata.namespace or ""
-    dyn_ns = dynamo_namespace(
-        namespace, dgd.metadata.name or "", global_namespace=bool(component.global_dynamo_namespace)
-    )
+    global_namespace = bool(component.global_dynamo_namespace)
+    dyn_ns = dynamo_namespace(namespace, dgd.metadata.name or "", global_namespace=global_namespace)
     discovery = graph_discovery_backend(dgd, config)
 
     # Per-component preparation (§9.1): graph defaults, namespace label, discovery, worker hash.
@@ -196,37 +195,40 @@ def _component_cliques(
             parent_dgd_name=dgd.metadata.name or "", config=config, pull_secrets=pull_secrets,
         )  # fmt: skip
         pod_spec = _with_scheduler(pod_spec, kai is not None, volcano)
-        starts_after = (
-            worker_names if backend == "trtllm" and role.kind == "leader" and worker_names else None
-        )
+        starts_after = worker_names if backend == "trtllm" and role.kind == "leader" else []
         spec = PodCliqueSpec(
             role_name=role.name,
             replicas=0 if component.name in gated else role.replicas,
             pod_spec=pod_spec,
             min_available=_min_available(component, role, in_group),
-            starts_after=list(starts_after) if starts_after else None,
+            starts_after=list(starts_after) or None,
         )
+        topology = None if in_group else _component_topology(dgd, component)
         cliques.append(
             PodCliqueTemplateSpec(
                 name=role.name,
                 spec=spec,
                 labels=clique_label_map,
                 annotations=annotations or None,
-                topology_constraint=None if in_group else _component_topology(dgd, component),
+                topology_constraint=topology,
             )
         )
-    group = None
-    if in_group:
-        group = PodCliqueScalingGroupConfig(
-            name=component.name.lower(),
-            clique_names=[r.name for r in role_list],
-            replicas=0
-            if component.name in gated
-            else (component.replicas if component.replicas is not None else 1),
-            min_available=component.min_available or 1,
-            topology_constraint=_component_topology(dgd, component),
-        )
+    group = _scaling_group(dgd, component, role_list, gated) if in_group else None
     return cliques, group
+
+
+def _scaling_group(
+    dgd: DynamoGraphDeployment, component: ComponentSpec, role_list: list[Role], gated: Set[str]
+) -> PodCliqueScalingGroupConfig:
+    """The scaling group of a component Grove scales as a group (held at 0 while gated)."""
+    replicas = component.replicas if component.replicas is not None else 1
+    return PodCliqueScalingGroupConfig(
+        name=component.name.lower(),
+        clique_names=[r.name for r in role_list],
+        replicas=0 if component.name in gated else replicas,
+        min_available=component.min_available or 1,
+        topology_constraint=_component_topology(dgd, component),
+    )
 
 
 def _min_available(component: ComponentSpec, role: Role, in_group: bool) -> int:

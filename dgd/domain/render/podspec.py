@@ -60,20 +60,15 @@ def render_pod_spec(
     template: JSON = without_nulls(copy.deepcopy(component.pod_template or {}))
     user_spec: JSON = dict(template.get("spec") or {})
     user_containers = [c for c in user_spec.get("containers") or [] if isinstance(c, dict)]
-    user_main = next((c for c in user_containers if c.get("name") == defaults.MAIN_CONTAINER), None)
     annotations = template_metadata(template, "annotations")
-    labels = template_metadata(template, "labels")
-    component_type = component.type or ""
     nodes = node_count(component)
 
-    # Context (§2): Dynamo namespace, discovery, worker-hash suffix.
-    dyn_ns = dynamo_namespace(
-        namespace, parent_dgd_name, global_namespace=bool(component.global_dynamo_namespace)
-    )
+    # Context (§2): Dynamo namespace, discovery, and the env every Dynamo container starts from.
+    global_namespace = bool(component.global_dynamo_namespace)
+    dyn_ns = dynamo_namespace(namespace, parent_dgd_name, global_namespace=global_namespace)
     discovery = discovery_backend(template, config)
-    worker_hash = labels.get(WORKER_HASH) if component_type in WORKER_TYPES else None
     common = defaults.common_env(
-        component_type,
+        component.type or "",
         dynamo_namespace=dyn_ns,
         parent_dgd_name=parent_dgd_name,
         namespace=namespace,
@@ -81,26 +76,12 @@ def render_pod_spec(
         discovery_mode=annotations.get(KUBE_DISCOVERY_MODE) or "pod",
     )
 
-    # Steps 3-4: the type's base container, then the user's main container over it.
-    base = defaults.base_container(
-        component_type,
-        env=common,
-        dynamo_namespace=dyn_ns,
-        worker_hash=worker_hash,
-        dgd_name=parent_dgd_name,
-        namespace=namespace,
-    )
-    main = _merge_container(base, user_main, defaults.MAIN_CONTAINER) if user_main is not None else base
-
-    # Steps 5-7: compilation cache mount, mount validation, infra env.
+    # Steps 3-7: the main container before the backend's changes.
+    main = _main_container(component, template, user_containers, common, dyn_ns, namespace, parent_dgd_name)
     cache_path = _cache_mount_path(component, backend)
     if cache_path is not None and component.compilation_cache is not None:
         main = _with_cache_mount(main, component.compilation_cache.pvc_name, cache_path)
-    for index, mount in enumerate(main.get("volumeMounts") or []):
-        if not mount.get("name") or not mount.get("mountPath"):
-            raise RenderError(
-                f"podTemplate.spec.containers[main].volumeMounts[{index}]", "name and mountPath are required"
-            )
+    _check_mounts(main)
     main["env"] = merge_env(_infra_env(config), main.get("env") or [])
     mounts_before_backend = list(main.get("volumeMounts") or [])
 
@@ -117,50 +98,16 @@ def render_pod_spec(
         mpi_secret=config.mpi.ssh_secret_name,
     )
 
-    # Steps 10-14: pod defaults, the user's pod fields, security context, service account, cache PVC.
-    pod = merge(
-        defaults.base_pod_spec(
-            component_type,
-            dgd_name=parent_dgd_name,
-            epp_config_map=_epp_ref(component, "name"),
-            epp_config_key=_epp_ref(component, "key"),
-        ),
-        {k: v for k, v in user_spec.items() if k != "containers"},
-    )
-    if user_spec.get("securityContext") is None:
-        pod["securityContext"] = {"fsGroup": defaults.DEFAULT_FS_GROUP}
-    if discovery == "kubernetes" and not pod.get("serviceAccountName"):
-        pod["serviceAccountName"] = f"{parent_dgd_name}-k8s-service-discovery"
-    if cache_path is not None and component.compilation_cache is not None:
-        pod = _with_cache_volume(pod, component.compilation_cache.pvc_name)
-
-    # Step 15: shared memory as the last volume and the main container's last mount.
-    size = component.shared_memory_size
-    if size is None or not is_zero_quantity(size):
-        size_text = DEFAULT_SHM if size is None else canonical_quantity(size) or str(size)
-        volumes = [v for v in pod.get("volumes") or [] if v.get("name") != SHARED_MEMORY]
-        volumes.append({"name": SHARED_MEMORY, "emptyDir": {"medium": "Memory", "sizeLimit": size_text}})
-        pod["volumes"] = volumes
-        mounts = [
-            m
-            for m in main.get("volumeMounts") or []
-            if m.get("name") != SHARED_MEMORY and m.get("mountPath") != SHM_PATH
-        ]
-        main["volumeMounts"] = [*mounts, {"name": SHARED_MEMORY, "mountPath": SHM_PATH}]
+    # Steps 10-15: pod defaults and the user's pod fields, then shared memory as the last volume.
+    pod = _pod_fields(component, user_spec, parent_dgd_name, discovery, cache_path)
+    pod, main = _with_shared_memory(pod, main, component.shared_memory_size)
 
     # Steps 16-17: containers are main then the user's sidecars; a frontend sidecar gets frontend defaults.
     sidecars = [copy.deepcopy(c) for c in user_containers if c.get("name") != defaults.MAIN_CONTAINER]
     if component.frontend_sidecar:
-        sidecars = _frontend_sidecar(
-            sidecars,
-            component.frontend_sidecar,
-            mounts_before_backend,
-            common,
-            dyn_ns,
-            parent_dgd_name,
-            namespace,
-            config,
-        )
+        frontend = component.frontend_sidecar
+        context = (mounts_before_backend, common, dyn_ns, parent_dgd_name, namespace, config)
+        sidecars = _frontend_sidecar(sidecars, frontend, *context)
     pod["containers"] = [main, *sidecars]
 
     # Steps 18-20: backend pod changes, volume order, image pull secrets.
@@ -174,12 +121,92 @@ def render_pod_spec(
         parent_dgd_name=parent_dgd_name,
         mpi_secret=config.mpi.ssh_secret_name,
     )
-    pod["volumes"] = _ordered_volumes(pod["containers"][0], pod.get("volumes") or [])
-    if not pod["volumes"]:
-        del pod["volumes"]
+    pod = _ordered(pod)
     if pull_secrets is not None and annotations.get(DISABLE_PULL_SECRET_DISCOVERY) != "true":
         pod = _with_pull_secrets(pod, pull_secrets)
     return go_shape(pod)
+
+
+def _ordered(pod: JSON) -> JSON:
+    """Step 19: the volumes in the order upstream writes them (none: no ``volumes`` key)."""
+    volumes = _ordered_volumes(pod["containers"][0], pod.get("volumes") or [])
+    out = {**pod, "volumes": volumes}
+    if not volumes:
+        del out["volumes"]
+    return out
+
+
+def _main_container(
+    component: ComponentSpec,
+    template: JSON,
+    user_containers: list[JSON],
+    common: list[JSON],
+    dyn_ns: str,
+    namespace: str,
+    parent_dgd_name: str,
+) -> JSON:
+    """Steps 3-4: the type's base container, then the user's main container over it."""
+    component_type = component.type or ""
+    labels = template_metadata(template, "labels")
+    base = defaults.base_container(
+        component_type,
+        env=common,
+        dynamo_namespace=dyn_ns,
+        worker_hash=labels.get(WORKER_HASH) if component_type in WORKER_TYPES else None,
+        dgd_name=parent_dgd_name,
+        namespace=namespace,
+    )
+    user_main = next((c for c in user_containers if c.get("name") == defaults.MAIN_CONTAINER), None)
+    return _merge_container(base, user_main, defaults.MAIN_CONTAINER) if user_main is not None else base
+
+
+def _check_mounts(main: JSON) -> None:
+    """Step 6: every mount of the main container names its volume and path."""
+    for index, mount in enumerate(main.get("volumeMounts") or []):
+        if not mount.get("name") or not mount.get("mountPath"):
+            raise RenderError(
+                f"podTemplate.spec.containers[main].volumeMounts[{index}]", "name and mountPath are required"
+            )
+
+
+def _pod_fields(
+    component: ComponentSpec, user_spec: JSON, parent_dgd_name: str, discovery: str, cache_path: str | None
+) -> JSON:
+    """Steps 10-14: pod defaults, the user's pod fields, security context, service account, cache PVC."""
+    pod = merge(
+        defaults.base_pod_spec(
+            component.type or "",
+            dgd_name=parent_dgd_name,
+            epp_config_map=_epp_ref(component, "name"),
+            epp_config_key=_epp_ref(component, "key"),
+        ),
+        {k: v for k, v in user_spec.items() if k != "containers"},
+    )
+    if user_spec.get("securityContext") is None:
+        pod["securityContext"] = {"fsGroup": defaults.DEFAULT_FS_GROUP}
+    if discovery == "kubernetes" and not pod.get("serviceAccountName"):
+        pod["serviceAccountName"] = f"{parent_dgd_name}-k8s-service-discovery"
+    if cache_path is not None and component.compilation_cache is not None:
+        pod = _with_cache_volume(pod, component.compilation_cache.pvc_name)
+    return pod
+
+
+def _with_shared_memory(pod: JSON, main: JSON, size: str | int | None) -> tuple[JSON, JSON]:
+    """Step 15: shared memory as the last volume and the main container's last mount (none for ``0``)."""
+    if size is not None and is_zero_quantity(size):
+        return pod, main
+    size_text = DEFAULT_SHM if size is None else canonical_quantity(size) or str(size)
+    volumes = [v for v in pod.get("volumes") or [] if v.get("name") != SHARED_MEMORY]
+    volumes.append({"name": SHARED_MEMORY, "emptyDir": {"medium": "Memory", "sizeLimit": size_text}})
+    mounts = [
+        m
+        for m in main.get("volumeMounts") or []
+        if m.get("name") != SHARED_MEMORY and m.get("mountPath") != SHM_PATH
+    ]
+    return {**pod, "volumes": volumes}, {
+        **main,
+        "volumeMounts": [*mounts, {"name": SHARED_MEMORY, "mountPath": SHM_PATH}],
+    }
 
 
 def _merge_container(base: JSON, user: JSON, name: str) -> JSON:
