@@ -20,17 +20,16 @@ import logging
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import anyio
 import msgspec
 
 from dgd.actors.runtime import ActorSystem, ChildSpec, LoopClock, Supervision, Supervisor
 from dgd.cluster.errors import ClusterError, NotFound
-from dgd.cluster.protocol import Cluster, ObjectList, Preconditions, Propagation, Scale, Watch
-from dgd.cluster.resources import CHECKPOINT, DCD, ObjectKey, Resource
-from dgd.messages.base import JSONObject
-from dgd.messages.meta import Event
+from dgd.cluster.protocol import Cluster
+from dgd.cluster.proxy import ClusterProxy
+from dgd.cluster.resources import CHECKPOINT, DCD, Resource
 from dgd.messages.timestamps import wall_clock
 from dgd.sim import WorldSettings
 from dgd.sim import run as run_loop
@@ -212,82 +211,12 @@ async def _serves(cluster: Cluster, resource: Resource[Any]) -> bool:
     return True
 
 
-class Namespaced:
+class Namespaced(ClusterProxy):
     """The cluster port with every list and watch of a namespaced kind narrowed to one namespace."""
 
     def __init__(self, inner: Cluster, namespace: str) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._namespace = namespace
 
-    def _where(self, resource: Resource[Any], namespace: str | None) -> str | None:
+    def scope(self, resource: Resource[Any], namespace: str | None) -> str | None:
         return namespace or (self._namespace if resource.namespaced else None)
-
-    async def get(self, key: ObjectKey[T]) -> T:
-        return await self._inner.get(key)
-
-    async def list(
-        self, resource: Resource[T], *, namespace: str | None = None, label_selector: str | None = None
-    ) -> ObjectList[T]:
-        where = self._where(resource, namespace)
-        return await self._inner.list(resource, namespace=where, label_selector=label_selector)
-
-    def watch(
-        self,
-        resource: Resource[T],
-        *,
-        namespace: str | None = None,
-        label_selector: str | None = None,
-        resource_version: str | None = None,
-        bookmarks: bool = False,
-    ) -> Watch[T]:
-        return self._inner.watch(
-            resource,
-            namespace=self._where(resource, namespace),
-            label_selector=label_selector,
-            resource_version=resource_version,
-            bookmarks=bookmarks,
-        )
-
-    async def create(self, resource: Resource[T], obj: T) -> T:
-        return await self._inner.create(resource, obj)
-
-    async def replace(self, resource: Resource[T], obj: T) -> T:
-        return await self._inner.replace(resource, obj)
-
-    async def patch(self, key: ObjectKey[T], patch: JSONObject, *, resource_version: str | None = None) -> T:
-        return await self._inner.patch(key, patch, resource_version=resource_version)
-
-    async def delete(
-        self,
-        key: ObjectKey[T],
-        *,
-        propagation: Propagation | None = None,
-        preconditions: Preconditions | None = None,
-    ) -> T | None:
-        return await self._inner.delete(key, propagation=propagation, preconditions=preconditions)
-
-    async def replace_status(self, resource: Resource[T], obj: T) -> T:
-        return await self._inner.replace_status(resource, obj)
-
-    async def patch_status(
-        self, key: ObjectKey[T], patch: JSONObject, *, resource_version: str | None = None
-    ) -> T:
-        return await self._inner.patch_status(key, patch, resource_version=resource_version)
-
-    async def get_scale(self, key: ObjectKey[T]) -> Scale:
-        return await self._inner.get_scale(key)
-
-    async def replace_scale(self, key: ObjectKey[T], scale: Scale) -> Scale:
-        return await self._inner.replace_scale(key, scale)
-
-    async def bind(self, key: ObjectKey[T], node: str) -> None:
-        await self._inner.bind(key, node)
-
-    async def emit(self, event: Event) -> Event:
-        return await self._inner.emit(event)
-
-
-if TYPE_CHECKING:
-    # mypy proves the narrowed view implements the port.
-    def _check(cluster: Namespaced) -> Cluster:
-        return cluster

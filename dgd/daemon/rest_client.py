@@ -1,6 +1,6 @@
 """The daemon's view of the cluster port: every request counted, watches timed, writes fenced.
 
-``InstrumentedCluster`` wraps any ``Cluster`` and is one itself:
+``InstrumentedCluster`` wraps any ``Cluster`` and is one itself (a ``ClusterProxy``):
 
 * every request is reported as ``(method, code)`` once it ends — ``GET``/``POST``/``PUT``/``PATCH``/
   ``DELETE`` and the HTTP code the API server answered (``<error>`` for a failure with no answer,
@@ -21,21 +21,12 @@ from __future__ import annotations
 import builtins
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import Any, Generic, Protocol, Self, TypeVar
+from typing import Generic, Protocol, Self, TypeVar
 
 from dgd.cluster.errors import ClusterError
-from dgd.cluster.protocol import (
-    Cluster,
-    ObjectList,
-    Preconditions,
-    Propagation,
-    Scale,
-    Watch,
-    WatchEvent,
-)
-from dgd.cluster.resources import ObjectKey, Resource
-from dgd.messages.base import JSONObject
-from dgd.messages.meta import Event
+from dgd.cluster.protocol import Cluster, Watch, WatchEvent
+from dgd.cluster.proxy import APICall, ClusterProxy
+from dgd.cluster.resources import EVENT
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -60,13 +51,6 @@ class WriteObserver(Protocol):
         """It ended: ``result`` is what the server answered (``None``: the write failed)."""
 
 
-def _target(resource: Resource[Any], obj: Any) -> Target:
-    if isinstance(obj, dict):
-        metadata = obj.get("metadata") or {}
-        return str(resource), metadata.get("namespace"), str(metadata.get("name") or "")
-    return str(resource), obj.metadata.namespace, obj.metadata.name or ""
-
-
 class NotLeader(ClusterError):
     """A write refused inside this process: it lost its lease, so it may not write any more."""
 
@@ -84,10 +68,6 @@ class Fence:
         self.closed = True
 
 
-def _key_target(key: ObjectKey[Any]) -> Target:
-    return str(key.resource), key.namespace, key.name
-
-
 def _code(error: BaseException) -> str:
     return str(error.code) if isinstance(error, ClusterError) else "<error>"
 
@@ -96,7 +76,14 @@ def _ignore(resource: str) -> None:
     pass
 
 
-class InstrumentedCluster:
+def _observed(call: APICall) -> Target | None:
+    """The object a write targets, for the ``WriteObserver`` (bindings and Events are not observed)."""
+    if not call.writes or call.subresource == "binding" or call.resource == EVENT:
+        return None
+    return str(call.resource), call.namespace, call.name or ""
+
+
+class InstrumentedCluster(ClusterProxy):
     """``inner`` with every request reported to ``requests``, list and watch activity to ``activity``,
     and writes stopped by ``fence`` once it is closed (see the module)."""
 
@@ -109,131 +96,35 @@ class InstrumentedCluster:
         fence: Fence | None = None,
         writes: WriteObserver | None = None,
     ) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._requests = requests
         self._activity = activity
         self._fence = fence
         self._writes = writes
 
-    def _check_fence(self, what: str) -> None:
-        if self._fence is not None and self._fence.closed:
+    async def forward(self, call: APICall, send: Callable[[], Awaitable[R]]) -> R:
+        if call.writes and self._fence is not None and self._fence.closed:
+            what = f"{call.verb} {call.resource.kind}" + (f" {call.subresource}" if call.subresource else "")
             raise NotLeader(f"{what} refused: this process lost its leader lease and may not write")
-
-    async def get(self, key: ObjectKey[T]) -> T:
-        try:
-            obj = await self._inner.get(key)
-        except Exception as error:
-            self._requests("GET", _code(error))
-            raise
-        self._requests("GET", "200")
-        return obj
-
-    async def list(
-        self,
-        resource: Resource[T],
-        *,
-        namespace: str | None = None,
-        label_selector: str | None = None,
-    ) -> ObjectList[T]:
-        try:
-            listing = await self._inner.list(resource, namespace=namespace, label_selector=label_selector)
-        except Exception as error:
-            self._requests("GET", _code(error))
-            raise
-        self._requests("GET", "200")
-        self._activity(str(resource))
-        return listing
-
-    def watch(
-        self,
-        resource: Resource[T],
-        *,
-        namespace: str | None = None,
-        label_selector: str | None = None,
-        resource_version: str | None = None,
-        bookmarks: bool = False,
-    ) -> Watch[T]:
-        inner = self._inner.watch(
-            resource,
-            namespace=namespace,
-            label_selector=label_selector,
-            resource_version=resource_version,
-            bookmarks=bookmarks,
-        )
-        return _InstrumentedWatch(inner, str(resource), self._requests, self._activity)
-
-    async def create(self, resource: Resource[T], obj: T) -> T:
-        self._check_fence(f"create {resource.kind}")
-        return await self._write("POST", "201", self._inner.create(resource, obj), _target(resource, obj))
-
-    async def replace(self, resource: Resource[T], obj: T) -> T:
-        self._check_fence(f"update {resource.kind}")
-        return await self._write("PUT", "200", self._inner.replace(resource, obj), _target(resource, obj))
-
-    async def patch(self, key: ObjectKey[T], patch: JSONObject, *, resource_version: str | None = None) -> T:
-        self._check_fence(f"patch {key}")
-        call = self._inner.patch(key, patch, resource_version=resource_version)
-        return await self._write("PATCH", "200", call, _key_target(key))
-
-    async def delete(
-        self,
-        key: ObjectKey[T],
-        *,
-        propagation: Propagation | None = None,
-        preconditions: Preconditions | None = None,
-    ) -> T | None:
-        self._check_fence(f"delete {key}")
-        call = self._inner.delete(key, propagation=propagation, preconditions=preconditions)
-        return await self._write("DELETE", "200", call, _key_target(key))
-
-    async def replace_status(self, resource: Resource[T], obj: T) -> T:
-        self._check_fence(f"update {resource.kind} status")
-        call = self._inner.replace_status(resource, obj)
-        return await self._write("PUT", "200", call, _target(resource, obj))
-
-    async def patch_status(
-        self, key: ObjectKey[T], patch: JSONObject, *, resource_version: str | None = None
-    ) -> T:
-        self._check_fence(f"patch {key} status")
-        call = self._inner.patch_status(key, patch, resource_version=resource_version)
-        return await self._write("PATCH", "200", call, _key_target(key))
-
-    async def get_scale(self, key: ObjectKey[T]) -> Scale:
-        try:
-            scale = await self._inner.get_scale(key)
-        except Exception as error:
-            self._requests("GET", _code(error))
-            raise
-        self._requests("GET", "200")
-        return scale
-
-    async def replace_scale(self, key: ObjectKey[T], scale: Scale) -> Scale:
-        self._check_fence(f"scale {key}")
-        return await self._write("PUT", "200", self._inner.replace_scale(key, scale), _key_target(key))
-
-    async def bind(self, key: ObjectKey[T], node: str) -> None:
-        self._check_fence(f"bind {key}")
-        await self._write("POST", "201", self._inner.bind(key, node), None)
-
-    async def emit(self, event: Event) -> Event:
-        self._check_fence("emit Event")
-        return await self._write("POST", "201", self._inner.emit(event), None)
-
-    async def _write(self, method: str, ok: str, call: Awaitable[R], target: Target | None) -> R:
-        observer = self._writes if target is not None else None
-        if observer is not None and target is not None:
-            observer.writing(target)
+        target = _observed(call) if self._writes is not None else None
+        if self._writes is not None and target is not None:
+            self._writes.writing(target)
         result: R | None = None
         try:
-            result = await call
+            result = await send()
         except Exception as error:
-            self._requests(method, _code(error))
+            self._requests(call.method, _code(error))
             raise
         finally:
-            if observer is not None and target is not None:
-                observer.written(target, result)
-        self._requests(method, ok)
+            if self._writes is not None and target is not None:
+                self._writes.written(target, result)
+        self._requests(call.method, "201" if call.method == "POST" else "200")
+        if call.verb == "list":
+            self._activity(str(call.resource))
         return result
+
+    def opened(self, call: APICall, watch: Watch[T]) -> Watch[T]:
+        return _InstrumentedWatch(watch, str(call.resource), self._requests, self._activity)
 
 
 class _InstrumentedWatch(Generic[T]):

@@ -13,17 +13,17 @@ object name: what an RBAC rule grants and what a call needs.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
 import msgspec
 
-from dgd.cluster.protocol import Cluster, ObjectList, Preconditions, Propagation, Scale, Watch
-from dgd.cluster.resources import EVENT, ObjectKey, Resource
+from dgd.cluster.protocol import Cluster, Watch
+from dgd.cluster.proxy import APICall, ClusterProxy
 from dgd.messages.base import JSONObject
-from dgd.messages.meta import Event
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 class Permission(msgspec.Struct, frozen=True, order=True):
@@ -73,115 +73,26 @@ def _body(obj: Any) -> Any:
     return obj if isinstance(obj, dict) else msgspec.to_builtins(obj)
 
 
-def _where(obj: Any) -> tuple[str | None, str | None]:
-    if isinstance(obj, dict):
-        metadata = obj.get("metadata") or {}
-        return metadata.get("namespace"), metadata.get("name")
-    return obj.metadata.namespace, obj.metadata.name
-
-
-class RecordingCluster:
+class RecordingCluster(ClusterProxy):
     """The ``Cluster`` port around ``inner``, recording every call into ``calls`` (see the module)."""
 
     def __init__(self, inner: Cluster, calls: builtins.list[Call] | None = None) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self.calls: builtins.list[Call] = calls if calls is not None else []
 
-    def _record(
-        self,
-        verb: str,
-        resource: Resource[Any],
-        namespace: str | None,
-        name: str | None,
-        *,
-        subresource: str = "",
-        body: Any = None,
-    ) -> None:
+    async def forward(self, call: APICall, send: Callable[[], Awaitable[R]]) -> R:
+        self._record(call)
+        return await send()
+
+    def opened(self, call: APICall, watch: Watch[T]) -> Watch[T]:
+        self._record(call)
+        return watch
+
+    def _record(self, call: APICall) -> None:
+        resource = call.resource
+        body = _body(call.body) if call.body else None
         self.calls.append(
             Call(
-                verb,
-                resource.group,
-                resource.plural,
-                subresource,
-                namespace,
-                name,
-                _body(body) if body else None,
+                call.verb, resource.group, resource.plural, call.subresource, call.namespace, call.name, body
             )
         )
-
-    async def get(self, key: ObjectKey[T]) -> T:
-        self._record("get", key.resource, key.namespace, key.name)
-        return await self._inner.get(key)
-
-    async def list(
-        self, resource: Resource[T], *, namespace: str | None = None, label_selector: str | None = None
-    ) -> ObjectList[T]:
-        self._record("list", resource, namespace, None)
-        return await self._inner.list(resource, namespace=namespace, label_selector=label_selector)
-
-    def watch(
-        self,
-        resource: Resource[T],
-        *,
-        namespace: str | None = None,
-        label_selector: str | None = None,
-        resource_version: str | None = None,
-        bookmarks: bool = False,
-    ) -> Watch[T]:
-        self._record("watch", resource, namespace, None)
-        return self._inner.watch(
-            resource,
-            namespace=namespace,
-            label_selector=label_selector,
-            resource_version=resource_version,
-            bookmarks=bookmarks,
-        )
-
-    async def create(self, resource: Resource[T], obj: T) -> T:
-        self._record("create", resource, *_where(obj), body=obj)
-        return await self._inner.create(resource, obj)
-
-    async def replace(self, resource: Resource[T], obj: T) -> T:
-        self._record("update", resource, *_where(obj), body=obj)
-        return await self._inner.replace(resource, obj)
-
-    async def patch(self, key: ObjectKey[T], patch: JSONObject, *, resource_version: str | None = None) -> T:
-        self._record("patch", key.resource, key.namespace, key.name, body=patch)
-        return await self._inner.patch(key, patch, resource_version=resource_version)
-
-    async def delete(
-        self,
-        key: ObjectKey[T],
-        *,
-        propagation: Propagation | None = None,
-        preconditions: Preconditions | None = None,
-    ) -> T | None:
-        self._record("delete", key.resource, key.namespace, key.name)
-        return await self._inner.delete(key, propagation=propagation, preconditions=preconditions)
-
-    async def replace_status(self, resource: Resource[T], obj: T) -> T:
-        self._record("update", resource, *_where(obj), subresource="status", body=obj)
-        return await self._inner.replace_status(resource, obj)
-
-    async def patch_status(
-        self, key: ObjectKey[T], patch: JSONObject, *, resource_version: str | None = None
-    ) -> T:
-        self._record("patch", key.resource, key.namespace, key.name, subresource="status", body=patch)
-        return await self._inner.patch_status(key, patch, resource_version=resource_version)
-
-    async def get_scale(self, key: ObjectKey[T]) -> Scale:
-        self._record("get", key.resource, key.namespace, key.name, subresource="scale")
-        return await self._inner.get_scale(key)
-
-    async def replace_scale(self, key: ObjectKey[T], scale: Scale) -> Scale:
-        self._record("update", key.resource, key.namespace, key.name, subresource="scale", body=scale)
-        return await self._inner.replace_scale(key, scale)
-
-    async def bind(self, key: ObjectKey[T], node: str) -> None:
-        self._record("create", key.resource, key.namespace, key.name, subresource="binding")
-        await self._inner.bind(key, node)
-
-    async def emit(self, event: Event) -> Event:
-        namespace = event.metadata.namespace or (event.regarding.namespace if event.regarding else None)
-        self._record("create", EVENT, namespace, event.metadata.name, body=event)
-        return await self._inner.emit(event)
