@@ -21,6 +21,7 @@ import msgspec
 from dgd.cluster.errors import NotFound
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import ObjectKey, Resource
+from dgd.messages.meta import controller_of, identity
 
 T = TypeVar("T")
 
@@ -35,30 +36,10 @@ class Change(msgspec.Struct, frozen=True):
     new: Any
 
 
-def _meta(obj: Any) -> tuple[str | None, str, str]:
-    """Namespace, name and resourceVersion of a Struct or raw JSON object."""
-    if isinstance(obj, dict):
-        metadata = obj.get("metadata") or {}
-        return (
-            metadata.get("namespace"),
-            str(metadata.get("name") or ""),
-            str(metadata.get("resourceVersion") or ""),
-        )
-    meta = obj.metadata
-    return meta.namespace, meta.name or "", meta.resource_version or ""
-
-
 def _controller_uid(obj: Any) -> str | None:
     """The uid of the object's controller (its owner reference with ``controller: true``)."""
-    if isinstance(obj, dict):
-        for owner in (obj.get("metadata") or {}).get("ownerReferences") or ():
-            if owner.get("controller"):
-                return str(owner.get("uid") or "")
-        return None
-    for ref in obj.metadata.owner_references or ():
-        if ref.controller:
-            return str(ref.uid)
-    return None
+    owner = controller_of(obj)
+    return owner.uid if owner is not None else None
 
 
 def _newer(candidate: str, current: str) -> bool:
@@ -180,12 +161,12 @@ class Cache:
         seen: set[_Name] = set()
         changes: builtins.list[Change] = []
         for obj in items:
-            where, name, version = _meta(obj)
+            where, name, version = identity(obj)
             seen.add((where, name))
             old = before.get((where, name))
             if old is None:
                 changes.append(Change("ADDED", None, obj))
-            elif _meta(old)[2] != version:
+            elif identity(old)[2] != version:
                 changes.append(Change("MODIFIED", old, obj))
             self._store(rid, (where, name), obj)
         for key in sorted(before.keys() - seen):
@@ -204,7 +185,7 @@ class Cache:
     def apply(self, resource: Resource[Any], event_type: str, obj: Any) -> Any:
         """Record one watch event; returns the version it replaces (``None`` if there was none)."""
         rid = str(resource)
-        namespace, name, _ = _meta(obj)
+        namespace, name, _ = identity(obj)
         if event_type == "DELETED":
             old = self._drop(rid, (namespace, name))
         else:
@@ -224,11 +205,11 @@ class Cache:
         objects = self._objects.get(str(resource))
         if objects is None:
             return False
-        namespace, name, version = _meta(obj)
+        namespace, name, version = identity(obj)
         current = objects.get((namespace, name))
         if current is None:
             return False
-        held = _meta(current)[2]
+        held = identity(current)[2]
         return version.isdigit() and held.isdigit() and int(version) < int(held)
 
     def observe(self, resource: Resource[Any], obj: Any) -> None:
@@ -236,9 +217,9 @@ class Cache:
         objects = self._objects.get(str(resource))
         if objects is None:
             return
-        namespace, name, version = _meta(obj)
+        namespace, name, version = identity(obj)
         current = objects.get((namespace, name))
-        if current is None or _newer(version, _meta(current)[2]):
+        if current is None or _newer(version, identity(current)[2]):
             self._store(str(resource), (namespace, name), obj)
 
     def forget(self, resource: Resource[Any], namespace: str | None, name: str) -> None:

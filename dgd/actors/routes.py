@@ -44,25 +44,15 @@ from dgd.domain.checkpoint import AUTO as AUTO_CHECKPOINT
 from dgd.domain.metadata_keys import GRAPH_NAME, SELECTOR
 from dgd.messages import dgd as dgd_messages
 from dgd.messages import grove
-from dgd.messages.meta import OwnerReference
-
-
-def _meta(obj: Any) -> tuple[str | None, dict[str, str], list[Any]]:
-    """Namespace, labels and owner references of a Struct or raw JSON object."""
-    if isinstance(obj, dict):
-        metadata = obj.get("metadata") or {}
-        owners = [msgspec.convert(o, OwnerReference) for o in metadata.get("ownerReferences") or ()]
-        return metadata.get("namespace"), metadata.get("labels") or {}, owners
-    meta = obj.metadata
-    return meta.namespace, meta.labels or {}, list(meta.owner_references or ())
+from dgd.messages.meta import controller_of, identity, labels_of
 
 
 def _controller(obj: Any, kind: str, group: str) -> tuple[str, str] | None:
-    namespace, _, owners = _meta(obj)
-    for owner in owners:
-        if owner.controller and owner.kind == kind and owner.api_version.split("/")[0] == group and namespace:
-            return namespace, owner.name
-    return None
+    namespace = identity(obj)[0]
+    owner = controller_of(obj)
+    if owner is None or owner.kind != kind or owner.api_version.split("/")[0] != group or not namespace:
+        return None
+    return namespace, owner.name
 
 
 def controlling_dgd(obj: Any, cache: Cache) -> tuple[str, str] | None:
@@ -70,8 +60,7 @@ def controlling_dgd(obj: Any, cache: Cache) -> tuple[str, str] | None:
 
 
 def _labelled_dgd(obj: Any, cache: Cache) -> tuple[str, str] | None:
-    namespace, labels, _ = _meta(obj)
-    name = labels.get(GRAPH_NAME)
+    namespace, name = identity(obj)[0], labels_of(obj).get(GRAPH_NAME)
     return (namespace, name) if namespace and name else None
 
 
@@ -202,4 +191,5 @@ def adapter_nudges(old: Any, new: Any) -> bool:
 
 
 def object_key(obj: Any) -> str:
-    return f"{obj.metadata.namespace}/{obj.metadata.name}"
+    namespace, name, _ = identity(obj)
+    return f"{namespace}/{name}"

@@ -26,6 +26,7 @@ from dgd.domain import events
 from dgd.domain.pod_merge import JSON
 from dgd.domain.sync import Create, Keep, Patch, plan_sync
 from dgd.messages.dgd import API_VERSION, KIND, DynamoGraphDeployment
+from dgd.messages.meta import identity
 
 T = TypeVar("T")
 
@@ -58,11 +59,6 @@ def decode(resource: Resource[T], raw: JSON) -> T:
     return cast("T", msgspec.convert(raw, resource.model))
 
 
-def _meta(obj: JSON) -> tuple[str | None, str]:
-    metadata = obj.get("metadata") or {}
-    return metadata.get("namespace"), str(metadata.get("name") or "")
-
-
 class Syncer:
     """Writes children of DGDs: SyncResource, deletion of children no longer rendered, plain creates."""
 
@@ -75,7 +71,7 @@ class Syncer:
         self, resource: Resource[T], desired: JSON, live: T | None, *, owner: DynamoGraphDeployment
     ) -> T:
         """Make the child ``desired`` names match it, given ``live`` as last observed."""
-        namespace, name = _meta(desired)
+        namespace, name, _ = identity(desired)
         live_json = as_json(live) if live is not None else None
         plan = plan_sync(desired, live_json, owner_reference(owner))
         if isinstance(plan, Keep):
@@ -127,7 +123,7 @@ class Syncer:
 
         ``AlreadyExists`` is raised without an event: the callers decide what it means.
         """
-        namespace, name = _meta(body)
+        namespace, name, _ = identity(body)
         try:
             written = await self._cluster.create(resource.as_raw(), body)
         except AlreadyExists:
@@ -144,7 +140,7 @@ class Syncer:
 
     async def replace(self, resource: Resource[T], body: JSON, *, owner: DynamoGraphDeployment) -> T:
         """Replace an object (``body`` carries the resourceVersion it was read at), with its event."""
-        namespace, name = _meta(body)
+        namespace, name, _ = identity(body)
         try:
             written = await self._cluster.replace(resource.as_raw(), body)
         except ClusterError as error:
@@ -172,7 +168,7 @@ class Syncer:
         that changed since is not deleted (``False``; no event), and the next reconcile decides again.
         """
         obj = as_json(live)
-        namespace, name = _meta(obj)
+        namespace, name, _ = identity(obj)
         metadata = obj.get("metadata") or {}
         preconditions = Preconditions(
             uid=metadata.get("uid"), resource_version=metadata.get("resourceVersion") if unchanged else None

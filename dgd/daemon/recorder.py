@@ -39,6 +39,7 @@ from dgd.cluster.resources import CHECKPOINT, DGD, DGDSA
 from dgd.daemon.rest_client import Target
 from dgd.messages.base import JSONObject
 from dgd.messages.config import OperatorConfig
+from dgd.messages.meta import controller_of, identity
 from dgd.messages.trace import (
     VERSION,
     Apply,
@@ -65,10 +66,6 @@ def _plain(obj: Any) -> JSONObject:
     return out
 
 
-def _version(obj: JSONObject) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
-
-
 def _ref(obj: JSONObject) -> ObjectRef:
     """The trace's reference to ``obj`` (every recorded kind is namespaced)."""
     metadata = obj["metadata"]
@@ -78,10 +75,8 @@ def _ref(obj: JSONObject) -> ObjectRef:
 
 
 def _controller(obj: JSONObject) -> str | None:
-    for reference in (obj.get("metadata") or {}).get("ownerReferences") or ():
-        if reference.get("controller"):
-            return str(reference.get("uid"))
-    return None
+    owner = controller_of(obj)
+    return owner.uid if owner is not None else None
 
 
 class DaemonRecorder:
@@ -150,7 +145,7 @@ class DaemonRecorder:
         deleting = gone or bool(metadata.get("deletionTimestamp"))
         if not gone:
             self._deleting[uid] = deleting
-        if self._by_operator(target, _version(latest)):
+        if self._by_operator(target, identity(latest)[2]):
             return
         record = self._record(at, latest, before, gone, deleting and not was_deleting)
         # An adapter or checkpoint a controller owns comes and goes with its owner in a replay too; a
@@ -212,6 +207,6 @@ def _version_of(result: object | None) -> str:
     if result is None:
         return ""
     if isinstance(result, dict):
-        return _version(result)
+        return identity(result)[2]
     metadata = getattr(result, "metadata", None)
     return str(getattr(metadata, "resource_version", None) or "")

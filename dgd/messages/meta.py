@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -38,6 +38,36 @@ class ObjectMeta(Model, frozen=True):
     finalizers: list[str] | None = None
     managed_fields: list[JSONObject] | None = None
     self_link: str | None = None
+
+
+def identity(obj: Any) -> tuple[str | None, str, str]:
+    """Namespace, name and resourceVersion of an object, a Struct or raw JSON."""
+    if isinstance(obj, dict):
+        metadata = obj.get("metadata") or {}
+        name, version = metadata.get("name"), metadata.get("resourceVersion")
+        return metadata.get("namespace"), str(name or ""), str(version or "")
+    meta = obj.metadata
+    return meta.namespace, meta.name or "", meta.resource_version or ""
+
+
+def labels_of(obj: Any) -> dict[str, str]:
+    """The labels of an object, a Struct or raw JSON (``{}``: none)."""
+    if isinstance(obj, dict):
+        labels: dict[str, str] = (obj.get("metadata") or {}).get("labels") or {}
+        return labels
+    return obj.metadata.labels or {}
+
+
+def controller_of(obj: Any) -> OwnerReference | None:
+    """The owner reference with ``controller: true`` of an object, a Struct or raw JSON."""
+    if isinstance(obj, dict):
+        for owner in (obj.get("metadata") or {}).get("ownerReferences") or ():
+            if owner.get("controller"):
+                api_version, kind = str(owner.get("apiVersion") or ""), str(owner.get("kind") or "")
+                name, uid = str(owner.get("name") or ""), str(owner.get("uid") or "")
+                return OwnerReference(api_version, kind, name, uid, controller=True)
+        return None
+    return next((owner for owner in obj.metadata.owner_references or () if owner.controller), None)
 
 
 ConditionStatus = Literal["True", "False", "Unknown"]

@@ -36,6 +36,7 @@ from dgd.cluster.memory.store import Change
 from dgd.cluster.resources import EVENT, LEASE, NAMESPACE, POD
 from dgd.messages.base import JSONObject
 from dgd.messages.config import OperatorConfig
+from dgd.messages.meta import controller_of
 from dgd.messages.trace import (
     VERSION,
     Apply,
@@ -172,7 +173,5 @@ def ref_of(obj: JSONObject) -> ObjectRef:
 
 
 def _controller_uid(obj: JSONObject) -> str | None:
-    for reference in obj["metadata"].get("ownerReferences") or ():
-        if reference.get("controller"):
-            return str(reference.get("uid"))
-    return None
+    owner = controller_of(obj)
+    return owner.uid if owner is not None else None
