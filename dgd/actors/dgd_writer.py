@@ -13,8 +13,15 @@ from collections.abc import Mapping
 from msgspec import structs
 
 from dgd.actors.cache import Cache
+from dgd.actors.recorder import Recorder
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import DGD
+from dgd.domain.worker_generation import (
+    ROLLING_UPDATE_NOT_SUPPORTED,
+    WorkerHashPlan,
+    migrated_event,
+    migration,
+)
 from dgd.messages.dgd import DGDStatus, DynamoGraphDeployment
 
 FINALIZER = "nvidia.com/finalizer"
@@ -56,3 +63,29 @@ class DGDWriter:
         )
         self._cache.observe(DGD, written)
         return written
+
+
+async def migrate_worker_hash(
+    writer: DGDWriter, recorder: Recorder, dgd: DynamoGraphDeployment, desired: str
+) -> DynamoGraphDeployment:
+    """§12.1 migration, as both programs run it first: a v1-only DGD records its v2 hash, then the
+    ``WorkerHashMigrated`` event is emitted. Raises the port's error when the write fails."""
+    changes = migration(dgd.metadata.annotations or {}, desired)
+    if not changes:
+        return dgd
+    written = await writer.annotate(dgd, changes)
+    await recorder.emit(written, migrated_event(desired))
+    return written
+
+
+async def commit_unmanaged(
+    writer: DGDWriter, recorder: Recorder, dgd: DynamoGraphDeployment, plan: WorkerHashPlan
+) -> DynamoGraphDeployment:
+    """§12.7 commit where no managed rollout runs (Grove, multinode): the planned annotations, then a
+    ``RollingUpdateNotSupported`` warning when the generation changed. Raises the port's error."""
+    if not plan.annotations:
+        return dgd
+    written = await writer.annotate(dgd, plan.annotations)
+    if plan.changed:
+        await recorder.emit(written, ROLLING_UPDATE_NOT_SUPPORTED)
+    return written

@@ -7,6 +7,7 @@ from typing import Literal
 import msgspec
 
 from dgd.messages.component import ComponentSpec
+from dgd.messages.dgd import DynamoGraphDeployment
 
 RoleKind = Literal["main", "leader", "worker", "gms"]
 
@@ -28,6 +29,11 @@ def node_count(component: ComponentSpec) -> int:
 
 def is_multinode(component: ComponentSpec) -> bool:
     return node_count(component) > 1
+
+
+def has_multinode(dgd: DynamoGraphDeployment) -> bool:
+    """Whether any component of ``dgd`` spans several nodes."""
+    return any(is_multinode(c) for c in dgd.spec.components or [])
 
 
 def gms_mode(component: ComponentSpec) -> str | None:

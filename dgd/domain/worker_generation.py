@@ -12,6 +12,8 @@ from collections.abc import Mapping
 
 import msgspec
 
+from dgd.domain.events import EventRecord
+
 CURRENT_WORKER_HASH = "nvidia.com/current-worker-hash"
 CURRENT_WORKER_HASH_V2 = "nvidia.com/current-worker-hash-v2"
 LEGACY = "legacy"
@@ -51,3 +53,19 @@ def plan_unmanaged(annotations: Mapping[str, str], desired: str) -> WorkerHashPl
         return WorkerHashPlan({})
     # A completed generation on v2: the legacy v1 name is dropped.
     return WorkerHashPlan({CURRENT_WORKER_HASH_V2: desired, CURRENT_WORKER_HASH: None}, changed=True)
+
+
+def migrated_event(desired: str) -> EventRecord:
+    """The Normal event of a migration: the v2 hash recorded without a rolling update (§14.2)."""
+    return EventRecord(
+        "Normal", "WorkerHashMigrated", "Update", f"Recorded worker hash {desired} without a rolling update"
+    )
+
+
+#: The Warning of a worker generation that changed where no managed rollout runs (Grove, multinode).
+ROLLING_UPDATE_NOT_SUPPORTED = EventRecord(
+    "Warning",
+    "RollingUpdateNotSupported",
+    "Update",
+    "Worker spec changed but custom rolling updates are not supported for Grove/multinode deployments",
+)

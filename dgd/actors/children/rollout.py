@@ -25,7 +25,7 @@ import msgspec
 
 from dgd.actors.cache import Reader
 from dgd.actors.children.step_failed import StepFailed
-from dgd.actors.dgd_writer import DGDWriter
+from dgd.actors.dgd_writer import DGDWriter, commit_unmanaged, migrate_worker_hash
 from dgd.actors.recorder import Recorder
 from dgd.actors.runtime import Actor, Request
 from dgd.actors.sync import Syncer
@@ -40,7 +40,7 @@ from dgd.domain.projection import (
     ROLLING_UPDATE_FAILED,
 )
 from dgd.domain.render.dcd import render_dcds, workload_annotations
-from dgd.domain.roles import is_multinode
+from dgd.domain.roles import has_multinode
 from dgd.domain.rollout import (
     ACTIVE_PHASES,
     Generations,
@@ -55,7 +55,7 @@ from dgd.domain.rollout import (
     strategy,
     targets,
 )
-from dgd.domain.worker_generation import CURRENT_WORKER_HASH_V2, migration, plan_unmanaged
+from dgd.domain.worker_generation import CURRENT_WORKER_HASH_V2, plan_unmanaged
 from dgd.domain.worker_hash import PLACEHOLDER
 from dgd.messages.component import WORKER_TYPES
 from dgd.messages.dcd import DynamoComponentDeployment
@@ -159,17 +159,11 @@ class Rollout(Actor[AdvanceRollout | ScaleOld]):
         rolling_update = dgd.status.rolling_update if dgd.status is not None else None
         phase = rolling_update.phase if rolling_update is not None else None
         if phase not in ACTIVE_PHASES:
-            changes = migration(dgd.metadata.annotations or {}, desired)
-            if changes:
-                try:
-                    dgd = await self._dgd_writer.annotate(dgd, changes)
-                except ClusterError as error:
-                    return _failed(
-                        FAILED_TO_MIGRATE_WORKER_HASH, f"failed to migrate the worker hash: {error}"
-                    )
-                note = f"Recorded worker hash {desired} beside the legacy worker hash"
-                await self._recorder.emit(dgd, EventRecord("Normal", "WorkerHashMigrated", "Update", note))
-        if any(is_multinode(c) for c in message.defaulted.spec.components or []):
+            try:
+                dgd = await migrate_worker_hash(self._dgd_writer, self._recorder, dgd, desired)
+            except ClusterError as error:
+                return _failed(FAILED_TO_MIGRATE_WORKER_HASH, f"failed to migrate the worker hash: {error}")
+        if has_multinode(message.defaulted):
             return await self._unmanaged(dgd, desired, rolling_update)
         # Initialization: the first generation is the desired one.
         current = Hashes.of(dgd.metadata.annotations)
@@ -191,22 +185,13 @@ class Rollout(Actor[AdvanceRollout | ScaleOld]):
     ) -> RolloutAdvanced | StepFailed:
         """§12.7 on the Component pathway: the hash is committed at once; Deployments roll natively."""
         plan = plan_unmanaged(dgd.metadata.annotations or {}, desired)
-        initializing = not plan.changed
-        if plan.annotations:
-            try:
-                dgd = await self._dgd_writer.annotate(dgd, plan.annotations)
-            except ClusterError as error:
-                if initializing:
-                    why = f"failed to initialize the worker hash: {error}"
-                    return _failed(FAILED_TO_INITIALIZE_WORKER_HASH, why)
-                logger.info("%s: worker hash not committed, retried next time: %s", dgd.metadata.name, error)
-            else:
-                if plan.changed:
-                    note = "Worker spec changed but custom rolling updates are not supported for "
-                    note += "Grove/multinode deployments"
-                    await self._recorder.emit(
-                        dgd, EventRecord("Warning", "RollingUpdateNotSupported", "Update", note)
-                    )
+        try:
+            dgd = await commit_unmanaged(self._dgd_writer, self._recorder, dgd, plan)
+        except ClusterError as error:
+            if not plan.changed:
+                why = f"failed to initialize the worker hash: {error}"
+                return _failed(FAILED_TO_INITIALIZE_WORKER_HASH, why)
+            logger.info("%s: worker hash not committed, retried next time: %s", dgd.metadata.name, error)
         suffix = Hashes.of(dgd.metadata.annotations).name_suffix() or desired
         return RolloutAdvanced(dgd=dgd, status=rolling_update, new_hash=suffix)
 

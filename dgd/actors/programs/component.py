@@ -5,14 +5,15 @@ call into ``dgd.domain``, and their order is the contract:
 
 1. the worker generation: the ``rollout`` child records the worker hash and advances the managed
    rollout (or, for a multinode graph, commits the hash without one);
-2. shared resources (RBAC, discovery, the wait-for-leader script, MPI keys);
+2. shared resources (RBAC, discovery, the wait-for-leader script, MPI keys), then the checkpoints;
 3. a multinode component needs LeaderWorkerSet: without it the DGD fails
    ``no_multinode_orchestrator_available``;
-4. (restarts are refused until their actor exists);
+4. the restart, resolved against the DCDs;
 5. the DCDs: one per component, worker DCDs of the new generation at their rollout targets, then
    the old generations scaled to theirs; readiness from the synced DCDs, with the old generations'
    replicas merged into their component's status;
-6–7. (checkpoints and scaling adapters are refused until their actors exist);
+6. a component waiting for its checkpoint makes the graph wait;
+7. the scaling adapters, unless it waits;
 8. the success projection.
 
 The program never writes the DGD status: it returns the complete desired status and the events
@@ -23,51 +24,40 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from typing import Unpack
 
 import msgspec
 
-from dgd.actors.cache import Reader
-from dgd.actors.children.checkpoint_storage import FinalizeCheckpoints, ResolveCheckpoints
-from dgd.actors.children.restart import ResolveRestart, carried_dcd_stamps
+from dgd.actors.children.restart import carried_dcd_stamps
 from dgd.actors.children.rollout import AdvanceRollout, OldScaled, RolloutAdvanced, ScaleOld
-from dgd.actors.children.scaling_adapters import ReconcileAdapters
-from dgd.actors.children.shared_resources import EnsureShared
 from dgd.actors.children.step_failed import StepFailed
 from dgd.actors.programs.result import ProgramResult, as_failure
+from dgd.actors.programs.steps import ProgramParts, WorkloadProgram
 from dgd.actors.runtime import ActorError, Ref
-from dgd.actors.sync import Syncer
 from dgd.cluster.errors import ClusterError
 from dgd.cluster.resources import DCD
 from dgd.domain.admission.defaulting import default_in_memory
 from dgd.domain.checkpoint import (
-    WAITING_FOR_CHECKPOINT,
     CheckpointInfo,
     gated_components,
-    status_projection,
-    waiting_overlay,
 )
 from dgd.domain.checkpoint_restore import dcd_adjustment
 from dgd.domain.metadata_keys import WORKER_HASH
-from dgd.domain.preflight import unsupported
 from dgd.domain.projection import (
-    FAILED_TO_RECONCILE,
     NO_MULTINODE_ORCHESTRATOR,
     ROLLING_UPDATE_FAILED,
     Failure,
     ReconcileResult,
     ResourceReadiness,
-    apply_reconcile_result,
     check_resources_readiness,
 )
 from dgd.domain.readiness import dcd_readiness
 from dgd.domain.render.dcd import render_dcds
 from dgd.domain.render.errors import RenderError
 from dgd.domain.restart import RestartState
-from dgd.domain.roles import is_multinode
+from dgd.domain.roles import has_multinode
 from dgd.domain.rollout import Hashes, merged_status, targets
-from dgd.domain.worker_hash import worker_hash
 from dgd.messages.component import WORKER_TYPES
-from dgd.messages.config import OperatorConfig
 from dgd.messages.dcd import DynamoComponentDeployment
 from dgd.messages.dgd import DynamoGraphDeployment
 
@@ -77,37 +67,21 @@ logger = logging.getLogger("dgd.component")
 _MULTINODE_FIELD = ".multinode"
 
 
-class ComponentProgram:
+class ComponentProgram(WorkloadProgram):
     """Reconciles DGDs whose workload provider is ``component``; one instance per DGD actor."""
 
     def __init__(
         self,
         *,
-        config: OperatorConfig,
-        reader: Reader,
-        syncer: Syncer,
-        now: Callable[[], str],
         clock: Callable[[], float],
         progress_deadline: float | None,
-        shared_resources: Ref[EnsureShared],
         rollout: Ref[AdvanceRollout | ScaleOld],
-        checkpoints: Ref[ResolveCheckpoints | FinalizeCheckpoints],
-        restart: Ref[ResolveRestart],
-        adapters: Ref[ReconcileAdapters],
+        **parts: Unpack[ProgramParts],
     ) -> None:
-        self._config = config
-        self._reader = reader
-        self._syncer = syncer
-        self._now = now
+        super().__init__(**parts)
         self._clock = clock
         self._deadline = progress_deadline
-        self._shared_resources = shared_resources
         self._rollout = rollout
-        self._checkpoints = checkpoints
-        self._restart = restart
-        self._adapters = adapters
-        self._hash_inputs: int | None = None
-        self._hash = ""
 
     async def reconcile(self, dgd: DynamoGraphDeployment) -> ProgramResult:
         """§8.1 in order; a failure at any step is projected with what was done before it."""
@@ -122,15 +96,13 @@ class ComponentProgram:
     async def _run(self, result: ProgramResult, dgd: DynamoGraphDeployment) -> None:
         # What this release cannot reconcile yet fails before any write (the missing multinode
         # orchestrator is step 3's own failure).
-        refused = [p for p in unsupported(dgd, self._config) if not p.path.endswith(_MULTINODE_FIELD)]
-        if refused:
-            raise Failure(FAILED_TO_RECONCILE, "; ".join(str(problem) for problem in refused), terminal=True)
+        self.refuse_unsupported(dgd, keep=lambda problem: problem.path.endswith(_MULTINODE_FIELD))
         # Step 1: the worker generation this reconcile renders.
         prepared = await self._rollout.ask(
             AdvanceRollout(
                 dgd=result.dgd,
                 defaulted=dgd,
-                desired=self._worker_hash(dgd),
+                desired=self.desired_worker_hash(dgd),
                 now=self._now(),
                 clock=self._clock(),
                 deadline=self._deadline,
@@ -143,54 +115,25 @@ class ComponentProgram:
         for event in prepared.events:
             result.queue(event)
         result.wake = prepared.wake
-        # Step 2: shared resources before any pod exists that needs them, then the checkpoints, whose
-        # statuses are published even if a later step fails.
-        shared = await self._shared_resources.ask(EnsureShared(dgd, result.dgd))
-        if isinstance(shared, StepFailed):
-            raise Failure(FAILED_TO_RECONCILE, shared.message)
-        resolved = await self._checkpoints.ask(
-            ResolveCheckpoints(dgd=dgd, owner=result.dgd, worker_hash=prepared.new_hash)
-        )
-        if isinstance(resolved, StepFailed):
-            raise Failure(FAILED_TO_RECONCILE, resolved.message)
-        infos = resolved.infos
-        result.status = msgspec.structs.replace(result.status, checkpoints=status_projection(infos))
+        # Step 2: shared resources before any pod exists that needs them, then the checkpoints.
+        infos = await self.ensure_shared(result, dgd, prepared.new_hash)
         # Step 3: multinode components need LeaderWorkerSet on this pathway.
-        multinode = any(is_multinode(c) for c in dgd.spec.components or [])
-        if multinode and self._config.orchestrators.lws.enabled is not True:
+        if has_multinode(dgd) and self._config.orchestrators.lws.enabled is not True:
             raise Failure(NO_MULTINODE_ORCHESTRATOR, "no multinode orchestrator available", terminal=True)
-        # Step 4: the restart, resolved against the DCDs.
+        # Step 4: the restart, resolved against the DCDs of every generation that may run.
         current = Hashes.of(result.dgd.metadata.annotations)
-        candidates = tuple(dict.fromkeys(h for h in (prepared.new_hash, current.v1, current.v2) if h))
-        restart = await self._restart.ask(
-            ResolveRestart(dgd=dgd, status=result.status, pathway="component", worker_hashes=candidates)
-        )
-        result.status = msgspec.structs.replace(result.status, restart=restart.status)
-        if restart.event is not None:
-            result.queue(restart.event)
+        candidates = dict.fromkeys(h for h in (prepared.new_hash, current.v1, current.v2) if h)
+        restart = await self.resolve_restart(result, dgd, "component", candidates)
         # Step 5: the DCDs.
         try:
-            outcome = await self._workloads(result, dgd, prepared, restart.state, infos)
+            outcome = await self._workloads(result, dgd, prepared, restart, infos)
         except Failure as failure:
             message = f"failed to reconcile Dynamo components deployments: {failure.message}"
             raise Failure(failure.reason, message, terminal=failure.terminal) from failure
         except (ClusterError, ActorError) as error:
             raise as_failure(error, "failed to reconcile Dynamo components deployments") from error
-        # Step 6: a component waiting for its checkpoint makes the graph wait.
-        outcome = waiting_overlay(outcome, infos)
-        # Step 7: scaling adapters, except while waiting for a checkpoint.
-        if outcome.reason != WAITING_FOR_CHECKPOINT:
-            adapters = await self._adapters.ask(ReconcileAdapters(dgd=dgd, owner=result.dgd))
-            if isinstance(adapters, StepFailed):
-                raise Failure(FAILED_TO_RECONCILE, adapters.message)
-        # Step 8: the success projection.
-        result.status = apply_reconcile_result(
-            result.status,
-            outcome,
-            generation=result.dgd.metadata.generation,
-            now=self._now(),
-            rollout_failure=prepared.failure,
-        )
+        # Steps 6-8: the checkpoint wait, scaling adapters, the success projection.
+        await self.conclude(result, dgd, outcome, infos, rollout_failure=prepared.failure)
 
     async def _workloads(
         self,
@@ -279,10 +222,3 @@ class ComponentProgram:
             if component in names and is_worker_dcd == (component in workers):
                 continue
             await self._syncer.delete(DCD, live, owner=owner, why="its component is no longer in the DGD")
-
-    def _worker_hash(self, dgd: DynamoGraphDeployment) -> str:
-        """The desired worker hash (pure, and the costliest render: computed once per spec and metadata)."""
-        inputs = hash((dgd.metadata.generation, msgspec.json.encode(dgd.metadata.annotations)))
-        if inputs != self._hash_inputs:
-            self._hash, self._hash_inputs = worker_hash(dgd), inputs
-        return self._hash

@@ -10,37 +10,28 @@ status and the events queued with it; the DGD actor persists one and then emits 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from typing import Unpack
 
 import msgspec
 
-from dgd.actors.cache import Reader
-from dgd.actors.children.checkpoint_storage import FinalizeCheckpoints, ResolveCheckpoints
 from dgd.actors.children.grove_scaler import Scale
-from dgd.actors.children.restart import ResolveRestart
-from dgd.actors.children.scaling_adapters import ReconcileAdapters
-from dgd.actors.children.shared_resources import EnsureShared
 from dgd.actors.children.step_failed import StepFailed
 from dgd.actors.children.topology_status import NoTopology, Project
-from dgd.actors.dgd_writer import DGDWriter
+from dgd.actors.dgd_writer import DGDWriter, commit_unmanaged, migrate_worker_hash
 from dgd.actors.programs.result import ProgramResult, as_failure
+from dgd.actors.programs.steps import ProgramParts, WorkloadProgram
 from dgd.actors.recorder import Recorder
 from dgd.actors.runtime import ActorError, Ref
-from dgd.actors.sync import Syncer
 from dgd.cluster.errors import ClusterError
 from dgd.cluster.resources import INGRESS, PCLQ, PCS, PCSG, SERVICE, Resource
 from dgd.domain.admission.defaulting import default_in_memory
 from dgd.domain.checkpoint import (
-    WAITING_FOR_CHECKPOINT,
     CheckpointInfo,
     gated_components,
-    status_projection,
-    waiting_overlay,
 )
 from dgd.domain.checkpoint_restore import restore_cliques
-from dgd.domain.events import EventRecord
 from dgd.domain.pod_merge import JSON
-from dgd.domain.preflight import unsupported
 from dgd.domain.projection import (
     FAILED_TO_MIGRATE_WORKER_HASH,
     FAILED_TO_RECONCILE,
@@ -49,7 +40,6 @@ from dgd.domain.projection import (
     Failure,
     ReconcileResult,
     ResourceReadiness,
-    apply_reconcile_result,
     check_resources_readiness,
 )
 from dgd.domain.readiness import (
@@ -67,9 +57,7 @@ from dgd.domain.render.stable_resources import render_stable_resources
 from dgd.domain.restart import RestartState
 from dgd.domain.roles import uses_pcsg
 from dgd.domain.topology import apply_topology
-from dgd.domain.worker_generation import migration, plan_unmanaged
-from dgd.domain.worker_hash import worker_hash
-from dgd.messages.config import OperatorConfig
+from dgd.domain.worker_generation import plan_unmanaged
 from dgd.messages.dgd import DynamoGraphDeployment
 from dgd.messages.grove import PodCliqueSet
 
@@ -97,40 +85,24 @@ def _pcs_inputs_digest(dgd: DynamoGraphDeployment, pcs: PodCliqueSet | None, ext
     )
 
 
-class GroveProgram:
+class GroveProgram(WorkloadProgram):
     """Reconciles DGDs whose workload provider is ``grove``; one instance per DGD actor."""
 
     def __init__(
         self,
         *,
-        config: OperatorConfig,
-        reader: Reader,
-        syncer: Syncer,
         dgd_writer: DGDWriter,
         recorder: Recorder,
-        now: Callable[[], str],
-        shared_resources: Ref[EnsureShared],
         grove_scaler: Ref[Scale],
         topology_status: Ref[Project],
-        checkpoints: Ref[ResolveCheckpoints | FinalizeCheckpoints],
-        restart: Ref[ResolveRestart],
-        adapters: Ref[ReconcileAdapters],
+        **parts: Unpack[ProgramParts],
     ) -> None:
-        self._config = config
-        self._reader = reader
-        self._syncer = syncer
+        super().__init__(**parts)
         self._dgd_writer = dgd_writer
         self._recorder = recorder
-        self._now = now
-        self._shared_resources = shared_resources
         self._grove_scaler = grove_scaler
         self._topology_status = topology_status
-        self._checkpoints = checkpoints
-        self._restart = restart
-        self._adapters = adapters
-        # Memos of pure computations, as hashes of their inputs (a few bytes per DGD).
-        self._hash_inputs: int | None = None
-        self._hash = ""
+        # A digest of what the PodCliqueSet was last rendered and synced from (see _pcs_inputs_digest).
         self._synced_inputs: int | None = None
 
     async def reconcile(self, dgd: DynamoGraphDeployment) -> ProgramResult:
@@ -161,47 +133,29 @@ class GroveProgram:
         synced: list[PodCliqueSet | None],
     ) -> None:
         # What this release cannot reconcile yet fails before any write.
-        refused = unsupported(dgd, self._config)
-        if refused:
-            raise Failure(FAILED_TO_RECONCILE, "; ".join(str(problem) for problem in refused), terminal=True)
+        self.refuse_unsupported(dgd, keep=lambda problem: False)
         # Step 3: a v1-only DGD records its v2 worker hash first (Grove has no managed rollout).
-        desired_hash = self._worker_hash(dgd)
-        await self._migrate_worker_hash(result, desired_hash)
-        # Step 4: shared resources before any pod exists that needs them.
-        shared = await self._shared_resources.ask(EnsureShared(dgd, result.dgd))
-        if isinstance(shared, StepFailed):
-            raise Failure(FAILED_TO_RECONCILE, shared.message)
-        resolved = await self._checkpoints.ask(
-            ResolveCheckpoints(dgd=dgd, owner=result.dgd, worker_hash=desired_hash)
-        )
-        if isinstance(resolved, StepFailed):
-            raise Failure(FAILED_TO_RECONCILE, resolved.message)
-        infos = resolved.infos
-        result.status = msgspec.structs.replace(result.status, checkpoints=status_projection(infos))
+        desired_hash = self.desired_worker_hash(dgd)
+        try:
+            result.dgd = await migrate_worker_hash(self._dgd_writer, self._recorder, result.dgd, desired_hash)
+        except ClusterError as error:
+            raise Failure(
+                FAILED_TO_MIGRATE_WORKER_HASH, f"failed to migrate the worker hash: {error}"
+            ) from error
+        # Step 4: shared resources before any pod exists that needs them, then the checkpoints.
+        infos = await self.ensure_shared(result, dgd, desired_hash)
         # Step 5: the restart, resolved against the Grove children.
-        restart = await self._restart.ask(ResolveRestart(dgd=dgd, status=result.status, pathway="grove"))
-        result.status = msgspec.structs.replace(result.status, restart=restart.status)
-        if restart.event is not None:
-            result.queue(restart.event)
+        restart = await self.resolve_restart(result, dgd, "grove")
         # Step 6: the Grove workloads (§9.2).
         try:
-            outcome = await self._workloads(result, dgd, desired_hash, observed, synced, restart.state, infos)
+            outcome = await self._workloads(result, dgd, desired_hash, observed, synced, restart, infos)
         except Failure as failure:
             message = f"failed to reconcile Grove workloads: {failure.message}"
             raise Failure(failure.reason, message, terminal=failure.terminal) from failure
         except (ClusterError, ActorError, InconsistentRevision) as error:
             raise as_failure(error, "failed to reconcile Grove workloads") from error
-        # Step 7: a component waiting for its checkpoint makes the graph wait.
-        outcome = waiting_overlay(outcome, infos)
-        # Step 8: scaling adapters, except while waiting for a checkpoint.
-        if outcome.reason != WAITING_FOR_CHECKPOINT:
-            adapters = await self._adapters.ask(ReconcileAdapters(dgd=dgd, owner=result.dgd))
-            if isinstance(adapters, StepFailed):
-                raise Failure(FAILED_TO_RECONCILE, adapters.message)
-        # Step 9: the success projection.
-        result.status = apply_reconcile_result(
-            result.status, outcome, generation=result.dgd.metadata.generation, now=self._now()
-        )
+        # Steps 7-9: the checkpoint wait, scaling adapters, the success projection.
+        await self.conclude(result, dgd, outcome, infos)
 
     async def _workloads(
         self,
@@ -243,7 +197,10 @@ class GroveProgram:
             self._synced_inputs = _pcs_inputs_digest(result.dgd, pcs, extra) if pcs is observed else None
         synced.append(pcs)
         # 4. The write barrier: the worker hash is committed only once the PodCliqueSet carries it.
-        await self._commit_worker_hash(result, plan.annotations, changed=plan.changed)
+        try:
+            result.dgd = await commit_unmanaged(self._dgd_writer, self._recorder, result.dgd, plan)
+        except ClusterError as error:
+            raise Failure(ROLLING_UPDATE_FAILED, f"failed to commit the worker hash: {error}") from error
         # 5. Horizontal scale through the scale subresource, never the PodCliqueSet spec.
         scaled = await self._grove_scaler.ask(Scale(dgd, gated))
         if isinstance(scaled, StepFailed):
@@ -263,42 +220,6 @@ class GroveProgram:
         if outcome.state != "successful" and readiness.classification:
             outcome = msgspec.structs.replace(outcome, reason=readiness.classification)
         return outcome
-
-    def _worker_hash(self, dgd: DynamoGraphDeployment) -> str:
-        """The desired worker hash (pure, and the costliest render: computed once per spec and metadata)."""
-        inputs = hash((dgd.metadata.generation, msgspec.json.encode(dgd.metadata.annotations)))
-        if inputs != self._hash_inputs:
-            self._hash, self._hash_inputs = worker_hash(dgd), inputs
-        return self._hash
-
-    async def _migrate_worker_hash(self, result: ProgramResult, desired_hash: str) -> None:
-        changes = migration(result.dgd.metadata.annotations or {}, desired_hash)
-        if not changes:
-            return
-        try:
-            result.dgd = await self._dgd_writer.annotate(result.dgd, changes)
-        except ClusterError as error:
-            raise Failure(
-                FAILED_TO_MIGRATE_WORKER_HASH, f"failed to migrate the worker hash: {error}"
-            ) from error
-        note = f"Recorded worker hash {desired_hash} without a rolling update"
-        await self._recorder.emit(result.dgd, EventRecord("Normal", "WorkerHashMigrated", "Update", note))
-
-    async def _commit_worker_hash(
-        self, result: ProgramResult, annotations: dict[str, str | None], *, changed: bool
-    ) -> None:
-        if not annotations:
-            return
-        try:
-            result.dgd = await self._dgd_writer.annotate(result.dgd, annotations)
-        except ClusterError as error:
-            raise Failure(ROLLING_UPDATE_FAILED, f"failed to commit the worker hash: {error}") from error
-        if changed:
-            note = "Worker spec changed but custom rolling updates are not supported for Grove/multinode"
-            note += " deployments"
-            await self._recorder.emit(
-                result.dgd, EventRecord("Warning", "RollingUpdateNotSupported", "Update", note)
-            )
 
     async def _stable_resources(self, dgd: DynamoGraphDeployment, owner: DynamoGraphDeployment) -> None:
         namespace = dgd.metadata.namespace or ""

@@ -17,7 +17,7 @@ import msgspec
 from dgd.domain.metadata_keys import DGD_SPEC_PAYLOAD, GRAPH_NAME
 from dgd.domain.pod_merge import JSON
 from dgd.domain.render.pcs import graph_discovery_backend
-from dgd.domain.roles import is_multinode
+from dgd.domain.roles import has_multinode
 from dgd.messages.config import OperatorConfig
 from dgd.messages.dgd import DynamoGraphDeployment
 
@@ -122,7 +122,7 @@ def discovery_rbac(dgd: DynamoGraphDeployment) -> list[JSON]:
 
 def needs_wait_leader(dgd: DynamoGraphDeployment) -> bool:
     """Any multinode component: its workers may wait for their leader with the script."""
-    return any(is_multinode(c) for c in dgd.spec.components or [])
+    return has_multinode(dgd)
 
 
 def wait_leader_config_map(dgd: DynamoGraphDeployment) -> JSON:
