@@ -56,19 +56,21 @@ def dcd_adjustment(spec: JSON, info: CheckpointInfo) -> JSON:
     return out
 
 
+def restore_candidate(info: CheckpointInfo) -> dict[str, str]:
+    """§10.6 (b): the annotations that make a pod a candidate to restore from ``info``'s checkpoint."""
+    return {
+        RESTORE_CANDIDATE: "true",
+        CHECKPOINT_NAME: info.name or "",
+        STARTUP_POLICY: IMMEDIATE,
+        TARGET_CONTAINERS: ",".join(info.target_containers()),
+    }
+
+
 def candidate_template(template: JSON, info: CheckpointInfo) -> JSON:
     """§10.6 (b): the pod template carries the restore-candidate annotations only."""
     out = copy.deepcopy(template)
     metadata = dict(out.get("metadata") or {})
-    annotations = dict(metadata.get("annotations") or {})
-    annotations.update(
-        {
-            RESTORE_CANDIDATE: "true",
-            CHECKPOINT_NAME: info.name or "",
-            STARTUP_POLICY: IMMEDIATE,
-            TARGET_CONTAINERS: ",".join(info.target_containers()),
-        }
-    )
+    annotations = {**(metadata.get("annotations") or {}), **restore_candidate(info)}
     metadata["annotations"] = dict(sorted(annotations.items()))
     out["metadata"] = metadata
     return {key: out[key] for key in sorted(out, key=lambda k: (k != "metadata", k != "spec"))}
@@ -178,14 +180,7 @@ def restore_cliques(pcs: JSON, infos: Mapping[str, CheckpointInfo], config: Oper
                 spec.get("podSpec") or {}, labels, annotations, info, config
             )
         elif info.startup_policy == IMMEDIATE and info.exists:
-            annotations.update(
-                {
-                    RESTORE_CANDIDATE: "true",
-                    CHECKPOINT_NAME: info.name or "",
-                    STARTUP_POLICY: IMMEDIATE,
-                    TARGET_CONTAINERS: ",".join(info.target_containers()),
-                }
-            )
+            annotations.update(restore_candidate(info))
         clique["labels"] = dict(sorted(labels.items()))
         clique["annotations"] = dict(sorted(annotations.items())) or None
     return out

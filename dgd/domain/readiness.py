@@ -115,74 +115,57 @@ def _unprocessed(observed_generation: int | None, generation: int) -> str | None
     return None
 
 
+class _ChildKind(msgspec.Struct, frozen=True):
+    """How §9.6 reads one kind of Grove child: the count that makes it ready, whether it reports
+    schedule-gated replicas, and the condition that says it lacks capacity."""
+
+    kind: ComponentKind
+    word: str  # "ready" or "available": the count that makes it ready, as messages name it
+    gated: bool
+    condition: str
+    shortfall: str  # the condition's reason for a scheduling shortfall
+    describe: str  # the not-ready message for that condition ({reason}, {message})
+
+
+_PODCLIQUE = _ChildKind(
+    "PodClique", "ready", True, _PODCLIQUE_SCHEDULED, _INSUFFICIENT_SCHEDULED_PODS,
+    "scheduling condition {reason}: {message}",
+)  # fmt: skip
+_PCSG = _ChildKind(
+    "PodCliqueScalingGroup", "available", False, _MIN_AVAILABLE_BREACHED, _INSUFFICIENT_SCHEDULED_PCSG,
+    "min-available breached ({reason}): {message}",
+)  # fmt: skip
+
+
 def observe_podclique(name: str, pclq: PodClique | None) -> ChildReadiness:
     """Classify a PodClique (§9.6 decision order)."""
-    if pclq is None:
-        status = ComponentReplicaStatus(
-            component_kind="PodClique", replicas=0, updated_replicas=0, component_names=[name]
-        )
-        return ChildReadiness(False, "resource not found", SOME_NOT_READY, status)
-    observed = pclq.status
-    desired = pclq.spec.replicas
-    replicas = observed.replicas or 0 if observed else 0
-    updated = observed.updated_replicas if observed else 0
-    ready = observed.ready_replicas if observed else 0
-    generation = pclq.metadata.generation or 0
-    observed_generation = observed.observed_generation if observed else None
-    revision = _revision(observed, desired, generation)
-    status = ComponentReplicaStatus(
-        component_kind="PodClique", replicas=replicas, updated_replicas=updated, component_names=[name],
-        ready_replicas=ready,
-    )  # fmt: skip
-
-    def verdict(is_ready: bool, reason: str = "", classification: str = "") -> ChildReadiness:
-        return ChildReadiness(is_ready, reason, classification, status, revision)
-
-    unprocessed = _unprocessed(observed_generation, generation)
-    if unprocessed is not None:
-        return verdict(False, unprocessed, SOME_NOT_READY)
-    scheduled = observed.scheduled_replicas if observed else 0
-    status = msgspec.structs.replace(status, scheduled_replicas=scheduled)
-    if desired == 0 or (replicas == desired and updated == desired and ready == desired):
-        return verdict(True)
-    gated = observed.schedule_gated_replicas if observed else 0
-    if gated > 0:
-        return verdict(False, f"schedule-gated replicas: {gated}", INSUFFICIENT_CAPACITY)
-    condition = _condition(observed.conditions if observed else None, _PODCLIQUE_SCHEDULED)
-    if (
-        condition is not None
-        and condition.status == "False"
-        and condition.reason == _INSUFFICIENT_SCHEDULED_PODS
-    ):
-        return verdict(
-            False, f"scheduling condition {condition.reason}: {condition.message}", INSUFFICIENT_CAPACITY
-        )
-    if 0 < scheduled < desired:
-        return verdict(
-            False, f"insufficient scheduled replicas: scheduled={scheduled}/{desired}", INSUFFICIENT_CAPACITY
-        )
-    return _rollout_verdict(verdict, desired, updated, replicas, f"scheduled but ready={ready}/{desired}")
+    return _observe(name, pclq, _PODCLIQUE)
 
 
 def observe_pcsg(name: str, pcsg: PodCliqueScalingGroup | None) -> ChildReadiness:
     """Classify a PodCliqueScalingGroup (§9.6: available instead of ready, no gated count)."""
-    kind: ComponentKind = "PodCliqueScalingGroup"
-    if pcsg is None:
+    return _observe(name, pcsg, _PCSG)
+
+
+def _observe(name: str, child: PodClique | PodCliqueScalingGroup | None, how: _ChildKind) -> ChildReadiness:
+    """Classify one Grove child of ``how``'s kind (§9.6 decision order; absent: ``None``)."""
+    if child is None:
         status = ComponentReplicaStatus(
-            component_kind=kind, replicas=0, updated_replicas=0, component_names=[name]
+            component_kind=how.kind, replicas=0, updated_replicas=0, component_names=[name]
         )
         return ChildReadiness(False, "resource not found", SOME_NOT_READY, status)
-    observed = pcsg.status
-    desired = pcsg.spec.replicas
+    observed = child.status
+    desired = child.spec.replicas
     replicas = observed.replicas or 0 if observed else 0
     updated = observed.updated_replicas if observed else 0
-    available = observed.available_replicas if observed else 0
-    generation = pcsg.metadata.generation or 0
+    count = 0 if observed is None else getattr(observed, f"{how.word}_replicas")
+    generation = child.metadata.generation or 0
     observed_generation = observed.observed_generation if observed else None
     revision = _revision(observed, desired, generation)
     status = ComponentReplicaStatus(
-        component_kind=kind, replicas=replicas, updated_replicas=updated, component_names=[name],
-        available_replicas=available,
+        component_kind=how.kind, replicas=replicas, updated_replicas=updated, component_names=[name],
+        ready_replicas=count if how.word == "ready" else None,
+        available_replicas=count if how.word == "available" else None,
     )  # fmt: skip
 
     def verdict(is_ready: bool, reason: str = "", classification: str = "") -> ChildReadiness:
@@ -193,22 +176,20 @@ def observe_pcsg(name: str, pcsg: PodCliqueScalingGroup | None) -> ChildReadines
         return verdict(False, unprocessed, SOME_NOT_READY)
     scheduled = observed.scheduled_replicas if observed else 0
     status = msgspec.structs.replace(status, scheduled_replicas=scheduled)
-    if desired == 0 or (replicas == desired and updated == desired and available == desired):
+    if desired == 0 or (replicas == desired and updated == desired and count == desired):
         return verdict(True)
-    condition = _condition(observed.conditions if observed else None, _MIN_AVAILABLE_BREACHED)
-    if (
-        condition is not None
-        and condition.status == "False"
-        and condition.reason == _INSUFFICIENT_SCHEDULED_PCSG
-    ):
-        why = f"min-available breached ({condition.reason}): {condition.message}"
+    gated = getattr(observed, "schedule_gated_replicas", 0) if how.gated and observed else 0
+    if gated > 0:
+        return verdict(False, f"schedule-gated replicas: {gated}", INSUFFICIENT_CAPACITY)
+    condition = _condition(observed.conditions if observed else None, how.condition)
+    if condition is not None and condition.status == "False" and condition.reason == how.shortfall:
+        why = how.describe.format(reason=condition.reason, message=condition.message)
         return verdict(False, why, INSUFFICIENT_CAPACITY)
     if 0 < scheduled < desired:
-        return verdict(
-            False, f"insufficient scheduled replicas: scheduled={scheduled}/{desired}", INSUFFICIENT_CAPACITY
-        )
+        why = f"insufficient scheduled replicas: scheduled={scheduled}/{desired}"
+        return verdict(False, why, INSUFFICIENT_CAPACITY)
     return _rollout_verdict(
-        verdict, desired, updated, replicas, f"scheduled but available={available}/{desired}"
+        verdict, desired, updated, replicas, f"scheduled but {how.word}={count}/{desired}"
     )
 
 

@@ -10,7 +10,7 @@ the ``restart`` child actor); ``restart_state`` says which components carry the 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 import msgspec
 
@@ -140,3 +140,14 @@ def superseded_event(previous: RestartStatus | None, current: RestartStatus | No
         return None
     note = f"Restart {current.observed_id} superseded by rolling update"
     return EventRecord("Warning", "RestartSuperseded", "Restart", note)
+
+
+def carried_stamps(stamped: Iterable[tuple[str | None, str | None]]) -> dict[str, str]:
+    """The ``nvidia.com/restartAt`` stamps a DGD's children already carry, by component: the first
+    found per component, from ``(component, stamp)`` pairs (§8.2 step 2, §9.3). A finished restart's
+    stamps stay, so its components do not roll again."""
+    carried: dict[str, str] = {}
+    for component, stamp in stamped:
+        if component and stamp:
+            carried.setdefault(component, stamp)
+    return carried

@@ -20,14 +20,13 @@ from typing import Literal
 import msgspec
 
 from dgd.actors.cache import Reader
+from dgd.actors.grove_children import observe_children
 from dgd.actors.runtime import Actor, Request
-from dgd.cluster.resources import DCD, PCLQ, PCS, PCSG
+from dgd.cluster.resources import DCD, PCS
 from dgd.domain.events import EventRecord
-from dgd.domain.metadata_keys import RESTART_AT
-from dgd.domain.readiness import child_name, dcd_readiness, observe_pcsg, observe_podclique
+from dgd.domain.readiness import dcd_readiness
 from dgd.domain.render.dcd import dcd_name
 from dgd.domain.render.pcs import graph_pcs_name
-from dgd.domain.render.template_defaults import template_metadata
 from dgd.domain.restart import (
     RestartState,
     checked_components,
@@ -35,9 +34,7 @@ from dgd.domain.restart import (
     restart_status,
     superseded_event,
 )
-from dgd.domain.roles import uses_pcsg
 from dgd.messages.component import WORKER_TYPES
-from dgd.messages.dcd import DynamoComponentDeployment
 from dgd.messages.dgd import DGDStatus, DynamoGraphDeployment, RestartStatus
 
 
@@ -114,30 +111,5 @@ class RestartResolver(Actor[ResolveRestart]):
         observed = pcs.status.observed_generation if pcs is not None and pcs.status is not None else None
         if pcs is None or observed is None or observed < (pcs.metadata.generation or 0):
             return set(wanted)
-        unfinished: set[str] = set()
-        for name in wanted:
-            component = by_name[name]
-            child = child_name(dgd, component)
-            if uses_pcsg(component):
-                group = await self._reader.get(PCSG.key(namespace, child))
-                readiness = observe_pcsg(child, group)
-            else:
-                clique = await self._reader.get(PCLQ.key(namespace, child))
-                readiness = observe_podclique(child, clique)
-            if not readiness.ready:
-                unfinished.add(name)
-        return unfinished
-
-
-def carried_dcd_stamps(live: Sequence[DynamoComponentDeployment]) -> dict[str, str]:
-    """``nvidia.com/restartAt`` values already on the DGD's DCDs, by component (§8.2 step 2): the
-    first DCD found per component, the generation being rendered first."""
-    stamps: dict[str, str] = {}
-    for dcd in live:
-        spec = dcd.spec
-        if not spec.name or spec.name in stamps:
-            continue
-        value = template_metadata(spec.pod_template or {}, "annotations").get(RESTART_AT)
-        if value:
-            stamps[spec.name] = value
-    return stamps
+        children = await observe_children(self._reader, dgd, (by_name[name] for name in wanted))
+        return {name for name in wanted if not children[name].ready}

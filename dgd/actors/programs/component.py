@@ -28,7 +28,6 @@ from typing import Unpack
 
 import msgspec
 
-from dgd.actors.children.restart import carried_dcd_stamps
 from dgd.actors.children.rollout import AdvanceRollout, OldScaled, RolloutAdvanced, ScaleOld
 from dgd.actors.children.step_failed import StepFailed
 from dgd.actors.programs.result import ProgramResult, as_failure
@@ -42,7 +41,7 @@ from dgd.domain.checkpoint import (
     gated_components,
 )
 from dgd.domain.checkpoint_restore import dcd_adjustment
-from dgd.domain.metadata_keys import WORKER_HASH
+from dgd.domain.metadata_keys import RESTART_AT, WORKER_HASH
 from dgd.domain.projection import (
     NO_MULTINODE_ORCHESTRATOR,
     ROLLING_UPDATE_FAILED,
@@ -54,7 +53,8 @@ from dgd.domain.projection import (
 from dgd.domain.readiness import dcd_readiness
 from dgd.domain.render.dcd import render_dcds
 from dgd.domain.render.errors import RenderError
-from dgd.domain.restart import RestartState
+from dgd.domain.render.template_defaults import template_metadata
+from dgd.domain.restart import RestartState, carried_stamps
 from dgd.domain.roles import has_multinode
 from dgd.domain.rollout import Hashes, merged_status, targets
 from dgd.messages.component import WORKER_TYPES
@@ -199,7 +199,10 @@ class ComponentProgram(WorkloadProgram):
         """The restart stamps the DCDs carry, the generation being rendered first (§8.2 step 2)."""
         live = await self._reader.controlled_by(DCD, dgd.metadata.namespace or "", owner.metadata.uid)
         live.sort(key=lambda d: (d.metadata.labels or {}).get(WORKER_HASH, new_hash) != new_hash)
-        return carried_dcd_stamps(live)
+        return carried_stamps(
+            (dcd.spec.name, template_metadata(dcd.spec.pod_template or {}, "annotations").get(RESTART_AT))
+            for dcd in live
+        )
 
     async def _delete_removed(
         self,

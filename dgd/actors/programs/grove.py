@@ -19,12 +19,13 @@ from dgd.actors.children.grove_scaler import Scale
 from dgd.actors.children.step_failed import StepFailed
 from dgd.actors.children.topology_status import NoTopology, Project
 from dgd.actors.dgd_writer import DGDWriter, commit_unmanaged, migrate_worker_hash
+from dgd.actors.grove_children import observe_children
 from dgd.actors.programs.result import ProgramResult, as_failure
 from dgd.actors.programs.steps import ProgramParts, WorkloadProgram
 from dgd.actors.recorder import Recorder
 from dgd.actors.runtime import ActorError, Ref
 from dgd.cluster.errors import ClusterError
-from dgd.cluster.resources import INGRESS, PCLQ, PCS, PCSG, SERVICE, Resource
+from dgd.cluster.resources import INGRESS, PCS, SERVICE, Resource
 from dgd.domain.admission.defaulting import default_in_memory
 from dgd.domain.checkpoint import (
     CheckpointInfo,
@@ -43,19 +44,14 @@ from dgd.domain.projection import (
     check_resources_readiness,
 )
 from dgd.domain.readiness import (
-    ChildReadiness,
     InconsistentRevision,
-    child_name,
     grove_readiness,
-    observe_pcsg,
-    observe_podclique,
 )
 from dgd.domain.render.errors import RenderError
 from dgd.domain.render.pcs import graph_discovery_backend, graph_pcs_name, render_pcs
 from dgd.domain.render.provider_overrides import apply_provider_overrides
 from dgd.domain.render.stable_resources import render_stable_resources
 from dgd.domain.restart import RestartState
-from dgd.domain.roles import uses_pcsg
 from dgd.domain.topology import apply_topology
 from dgd.domain.worker_generation import plan_unmanaged
 from dgd.messages.dgd import DynamoGraphDeployment
@@ -208,7 +204,9 @@ class GroveProgram(WorkloadProgram):
         # 6. Services and Ingress beside the workload; those of removed components go.
         await self._stable_resources(dgd, result.dgd)
         # 7. Readiness from the synced PodCliqueSet and one read of each child.
-        readiness = grove_readiness(dgd, pcs, await self._children(dgd))
+        readiness = grove_readiness(
+            dgd, pcs, await observe_children(self._reader, dgd, dgd.spec.components or [])
+        )
         # 8. Aggregate; Grove's classification replaces the generic not-ready reason.
         outcome = check_resources_readiness(
             [
@@ -238,19 +236,6 @@ class GroveProgram(WorkloadProgram):
             for live in await self._reader.controlled_by(resource, namespace, owner.metadata.uid):
                 if (live.get("metadata") or {}).get("name") not in names[kind]:
                     await self._syncer.delete(resource, live, owner=owner, why="the DGD no longer renders it")
-
-    async def _children(self, dgd: DynamoGraphDeployment) -> dict[str, ChildReadiness]:
-        namespace = dgd.metadata.namespace or ""
-        children: dict[str, ChildReadiness] = {}
-        for component in dgd.spec.components or []:
-            name = child_name(dgd, component)
-            if uses_pcsg(component):
-                group = await self._reader.get(PCSG.key(namespace, name))
-                children[component.name] = observe_pcsg(name, group)
-            else:
-                clique = await self._reader.get(PCLQ.key(namespace, name))
-                children[component.name] = observe_podclique(name, clique)
-        return children
 
     async def _project_topology(
         self, result: ProgramResult, dgd: DynamoGraphDeployment, pcs: PodCliqueSet | None

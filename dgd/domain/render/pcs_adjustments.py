@@ -13,6 +13,7 @@ from typing import TypeVar
 from msgspec import structs
 
 from dgd.domain.metadata_keys import COMPONENT, COMPONENT_TYPE, RESTART_AT, SUB_COMPONENT_TYPE, WORKER_HASH
+from dgd.domain.restart import carried_stamps
 from dgd.messages.component import WORKER_TYPES
 from dgd.messages.dgd import DynamoGraphDeployment
 from dgd.messages.grove import (
@@ -56,15 +57,10 @@ def all_workers_hashed(existing: PodCliqueSet) -> bool:
 
 def carried_restarts(existing: PodCliqueSet | None) -> dict[str, str]:
     """``nvidia.com/restartAt`` values on the existing cliques, by component name."""
-    if existing is None:
-        return {}
-    carried: dict[str, str] = {}
-    for clique in existing.spec.template.cliques:
-        component = (clique.labels or {}).get(COMPONENT)
-        stamp = (clique.annotations or {}).get(RESTART_AT)
-        if component and stamp:
-            carried.setdefault(component, stamp)
-    return carried
+    cliques = existing.spec.template.cliques if existing is not None else []
+    return carried_stamps(
+        ((c.labels or {}).get(COMPONENT), (c.annotations or {}).get(RESTART_AT)) for c in cliques
+    )
 
 
 def against_existing(
