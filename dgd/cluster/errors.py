@@ -24,10 +24,18 @@ class Cause(msgspec.Struct, frozen=True):
 
 
 class ClusterError(Exception):
-    """A request the API server refused or could not serve. Subclasses fix ``code`` and ``reason``."""
+    """A request the API server refused or could not serve. Subclasses fix ``code`` and ``reason``
+    in their class line: ``class NotFound(ClusterError, code=404, reason="NotFound")``."""
 
     code: ClassVar[int] = 500
     reason: ClassVar[str] = "InternalError"
+
+    def __init_subclass__(cls, *, code: int | None = None, reason: str | None = None) -> None:
+        super().__init_subclass__()
+        if code is not None:
+            cls.code = code
+        if reason is not None:
+            cls.reason = reason
 
     def __init__(
         self,
@@ -82,39 +90,24 @@ def _rebuild(cls: type[ClusterError], message: str) -> ClusterError:
     return cls(message)
 
 
-class NotFound(ClusterError):
+class NotFound(ClusterError, code=404, reason="NotFound"):
     """404: the object (or the subresource, or the kind) does not exist."""
 
-    code = 404
-    reason = "NotFound"
 
-
-class AlreadyExists(ClusterError):
+class AlreadyExists(ClusterError, code=409, reason="AlreadyExists"):
     """409: create found an object of that name already there."""
 
-    code = 409
-    reason = "AlreadyExists"
 
-
-class Conflict(ClusterError):
+class Conflict(ClusterError, code=409, reason="Conflict"):
     """409: a resourceVersion or uid precondition did not hold; re-read and retry."""
 
-    code = 409
-    reason = "Conflict"
 
-
-class Gone(ClusterError):
+class Gone(ClusterError, code=410, reason="Expired"):
     """410: the requested resourceVersion is older than the watch history; re-list, then watch."""
 
-    code = 410
-    reason = "Expired"
 
-
-class Invalid(ClusterError):
+class Invalid(ClusterError, code=422, reason="Invalid"):
     """422 (or 400 for a malformed request): the object or request breaks a rule; ``causes`` say where."""
-
-    code = 422
-    reason = "Invalid"
 
     def __init__(
         self,
@@ -147,18 +140,12 @@ class Invalid(ClusterError):
         return status
 
 
-class Forbidden(ClusterError):
+class Forbidden(ClusterError, code=403, reason="Forbidden"):
     """403: not allowed (RBAC, admission, or a namespace being deleted)."""
 
-    code = 403
-    reason = "Forbidden"
 
-
-class TooManyRequests(ClusterError):
+class TooManyRequests(ClusterError, code=429, reason="TooManyRequests"):
     """429: throttled by API priority and fairness; retry after ``retry_after`` seconds."""
-
-    code = 429
-    reason = "TooManyRequests"
 
     def __init__(
         self,
@@ -181,18 +168,12 @@ class TooManyRequests(ClusterError):
         return status
 
 
-class ServerError(ClusterError):
+class ServerError(ClusterError, code=500, reason="InternalError"):
     """5xx: the API server failed; the request may or may not have been applied."""
 
-    code = 500
-    reason = "InternalError"
 
-
-class Timeout(ClusterError):
+class Timeout(ClusterError, code=504, reason="Timeout"):
     """504: the request did not finish in time; it may still be applied."""
-
-    code = 504
-    reason = "Timeout"
 
 
 _ERRORS: tuple[type[ClusterError], ...] = (

@@ -51,11 +51,8 @@ class WriteObserver(Protocol):
         """It ended: ``result`` is what the server answered (``None``: the write failed)."""
 
 
-class NotLeader(ClusterError):
+class NotLeader(ClusterError, code=503, reason="ServiceUnavailable"):
     """A write refused inside this process: it lost its lease, so it may not write any more."""
-
-    code = 503
-    reason = "ServiceUnavailable"
 
 
 class Fence:

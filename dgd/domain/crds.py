@@ -95,6 +95,21 @@ def _count(name: str, json_path: str, priority: int | None = None) -> PrinterCol
     return PrinterColumn(name=name, type="integer", json_path=json_path, priority=priority)
 
 
+BACKEND = PrinterColumn(
+    name="Backend", type="string", json_path=".spec.backendFramework", description="Backend framework"
+)
+
+
+def _component_lists(prefix: str) -> tuple[ListSemantics, ...]:
+    """The list fields of a component spec at ``prefix`` (DCD: ``spec``; DGD: ``spec.components[]``)."""
+    gms = f"{prefix}.experimental.gpuMemoryService"
+    return (
+        ListSemantics(path=f"{gms}.extraClientContainers", type="set"),
+        ListSemantics(path=f"{gms}.extraClientPods", type="map", keys=("name",)),
+        ListSemantics(path=f"{prefix}.experimental.checkpoint.job.gmsClientContainers", type="set"),
+    )
+
+
 GROVE_MIN_BREACHED = PrinterColumn(
     name="MinBreached",
     type="string",
@@ -116,20 +131,12 @@ DGD = CustomResource(
             description="Whether every component of the graph is ready",
         ),
         PrinterColumn(name="State", type="string", json_path=".status.state", description="Lifecycle state"),
-        PrinterColumn(
-            name="Backend", type="string", json_path=".spec.backendFramework", description="Backend framework"
-        ),
+        BACKEND,
         AGE,
     ),
     lists=(
         ListSemantics(path="spec.components", type="map", keys=("name",)),
-        ListSemantics(
-            path="spec.components[].experimental.gpuMemoryService.extraClientContainers", type="set"
-        ),
-        ListSemantics(
-            path="spec.components[].experimental.gpuMemoryService.extraClientPods", type="map", keys=("name",)
-        ),
-        ListSemantics(path="spec.components[].experimental.checkpoint.job.gmsClientContainers", type="set"),
+        *_component_lists("spec.components[]"),
         CONDITIONS_BY_TYPE,
     ),
 )
@@ -146,17 +153,10 @@ DCD = CustomResource(
             json_path=".status.conditions[?(@.type=='Available')].status",
             description="Whether the component's workload is available",
         ),
-        PrinterColumn(
-            name="Backend", type="string", json_path=".spec.backendFramework", description="Backend framework"
-        ),
+        BACKEND,
         AGE,
     ),
-    lists=(
-        ListSemantics(path="spec.experimental.gpuMemoryService.extraClientContainers", type="set"),
-        ListSemantics(path="spec.experimental.gpuMemoryService.extraClientPods", type="map", keys=("name",)),
-        ListSemantics(path="spec.experimental.checkpoint.job.gmsClientContainers", type="set"),
-        CONDITIONS_BY_TYPE,
-    ),
+    lists=(*_component_lists("spec"), CONDITIONS_BY_TYPE),
 )
 
 DGDSA = CustomResource(

@@ -18,10 +18,8 @@ from kubernetes_asyncio.config.config_exception import ConfigException
 from dgd.cluster.errors import ClusterError
 
 
-class ConfigError(ClusterError):
+class ConfigError(ClusterError, reason="ConfigError"):
     """No usable cluster configuration (missing or malformed kubeconfig, not in a pod)."""
-
-    reason = "ConfigError"
 
 
 async def api_client(kubeconfig: str | Path | None = None, *, context: str | None = None) -> ApiClient:
