@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CONSTRAINTS := requirements/constraints.txt
 
-.PHONY: run test lint format crds manifests bench clean
+.PHONY: run test lint format crds manifests bench clean kube kube-up kube-down
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -48,3 +48,22 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+
+# ---- Real Kubernetes control plane (hack/kube/, tests/real/) ----------------------------------------
+# Upstream kube-apiserver, kube-controller-manager, etcd and kubectl, built once from the Go modules pinned
+# in hack/kube/go.mod into ${XDG_CACHE_HOME:-~/.cache}/dgd-operator/kube-<version>/ (needs Go; a cold
+# build takes ~15-20 min on 2 cores and ~4 GB of Go build cache).
+KUBE_STATE ?= $(or $(XDG_STATE_HOME),$(HOME)/.local/state)/dgd-operator/kube
+
+## kube: build the control-plane binaries (nothing to do when they are up to date)
+kube:
+	hack/kube/build.sh
+
+## kube-up: start etcd, kube-apiserver and kube-controller-manager on 127.0.0.1 in the background
+kube-up: kube $(STAMP)
+	$(BIN)/python -m tests.real.controlplane up --state $(KUBE_STATE)
+
+## kube-down: stop what kube-up started
+kube-down: $(STAMP)
+	$(BIN)/python -m tests.real.controlplane down --state $(KUBE_STATE)
+# ---- end of the real control plane ---------------------------------------------------------------------

@@ -14,7 +14,8 @@ Guarantees:
   the ``default`` ServiceAccount exists in namespace ``default``. If a child exits, or the deadline
   passes, first it stops every child, then raises :class:`ControlPlaneError` with the tail of the logs.
 * Each child runs in its own process group (session), its stdout and stderr in ``<state>/logs/``.
-  ``stop()`` sends SIGTERM to each group, then SIGKILL after a grace period; it runs at interpreter
+  ``stop()`` ends the groups one by one (controller manager, apiserver, then etcd, which the apiserver
+  needs to shut down): SIGTERM, then SIGKILL after a grace period. It runs at interpreter
   exit too (``atexit``), unless the run was detached with :meth:`ControlPlane.detach`.
 * The state folder records the children (``controlplane.json``), so :func:`stop_recorded` (``down``)
   can end a detached run, and a new start in the same folder first ends a leftover one.
@@ -362,13 +363,28 @@ def _start_time(pid: int) -> int | None:
 
 
 def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
+    """Whether a process of group ``pgid`` still runs; zombies (exited, not yet reaped) do not count.
+
+    Without ``/proc``, any member, zombie or not, counts.
+    """
+    proc = Path("/proc")
+    if not proc.is_dir():
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
         return True
-    return True
+    for stat_file in proc.glob("[0-9]*/stat"):
+        try:
+            fields = stat_file.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        state, group = fields[0], int(fields[2])
+        if group == pgid and state not in ("Z", "X"):
+            return True
+    return False
 
 
 def _signal_group(pgid: int, signum: int) -> None:
@@ -376,26 +392,32 @@ def _signal_group(pgid: int, signum: int) -> None:
         os.killpg(pgid, signum)
 
 
-def _end_groups(groups: Sequence[tuple[int, Callable[[], bool]]], grace: float) -> list[int]:
-    """SIGTERM to each process group, SIGKILL to those still alive after ``grace`` seconds.
+def _wait_gone(alive: Callable[[], bool], timeout: float) -> bool:
+    """Polls ``alive`` until false or ``timeout`` seconds pass; whether it ended."""
+    deadline = time.monotonic() + timeout
+    while alive():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
-    ``groups`` pairs each group id with a liveness check (which also reaps our own children).
-    Returns the groups still alive a second after SIGKILL (normally none).
+
+def _end_groups(groups: Sequence[tuple[int, Callable[[], bool]]], grace: float) -> list[int]:
+    """Ends the process groups one after the other, in the given order (clients before their servers).
+
+    Each gets SIGTERM, then SIGKILL if still alive after ``grace`` seconds. ``groups`` pairs each group
+    id with a liveness check (which also reaps our own children). Returns the groups still alive a
+    second after SIGKILL (normally none).
     """
-    for pgid, _ in groups:
+    survivors = []
+    for pgid, alive in groups:
         _signal_group(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    alive = list(groups)
-    while alive and time.monotonic() < deadline:
-        time.sleep(0.05)
-        alive = [(pgid, check) for pgid, check in alive if check()]
-    for pgid, _ in alive:
+        if _wait_gone(alive, grace):
+            continue
         _signal_group(pgid, signal.SIGKILL)
-    deadline = time.monotonic() + 1.0
-    while alive and time.monotonic() < deadline:
-        time.sleep(0.05)
-        alive = [(pgid, check) for pgid, check in alive if check()]
-    return [pgid for pgid, _ in alive]
+        if not _wait_gone(alive, 1.0):
+            survivors.append(pgid)
+    return survivors
 
 
 @dataclass
@@ -418,7 +440,7 @@ def _tail(path: Path, lines: int = 40) -> str:
 
 
 def _recorded_groups(state_dir: Path) -> list[tuple[str, int]]:
-    """The (name, process group) pairs recorded in ``state_dir`` that still belong to that run."""
+    """The (name, process group) pairs recorded in ``state_dir`` that still run and belong to that run."""
     try:
         record = json.loads((state_dir / RECORD_FILE).read_text())
     except (OSError, ValueError):
@@ -430,7 +452,7 @@ def _recorded_groups(state_dir: Path) -> list[tuple[str, int]]:
         # A different start time means the pid was reused by an unrelated process: leave it alone.
         if started is not None and current is not None and current != started:
             continue
-        if current is None and not _group_alive(pid):
+        if not _group_alive(pid):
             continue
         groups.append((str(entry["name"]), pid))
     return groups
@@ -819,7 +841,7 @@ class ControlPlane:
         return path
 
     def stop(self) -> None:
-        """Ends every child (SIGTERM to its group, SIGKILL after the grace period); idempotent.
+        """Ends every child, newest first (SIGTERM to its group, SIGKILL after the grace period); idempotent.
 
         Removes the record, and the state folder when it was a temporary one made by :meth:`start`.
         """

@@ -1,0 +1,12 @@
+// Command etcd is the upstream etcd server with its stock flags, at the version k8s.io/kubernetes requires.
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() {
+	etcdmain.Main(os.Args)
+}
