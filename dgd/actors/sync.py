@@ -13,6 +13,7 @@ Objects are written as raw JSON, so fields the operator does not model are never
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any, TypeVar, cast
 
 import msgspec
@@ -87,19 +88,10 @@ class Syncer:
                 self._cache.observe(resource, fresh)
                 return await self.sync(resource, desired, fresh, owner=owner)
         assert isinstance(plan, Patch) and live_json is not None
-        try:
-            written = await self._cluster.patch(raw.key(namespace, name), plan.patch)
-        except Conflict:
-            raise  # changed since observed: the next reconcile syncs from fresh state (no event for a retry)
-        except ClusterError as error:
-            await self._recorder.emit(
-                owner, events.write_failed("Update", resource.kind, namespace, name, str(error))
-            )
-            raise
-        result = decode(resource, written)
-        self._cache.observe(resource, result)
-        before = (live_json.get("metadata") or {}).get("resourceVersion")
-        if (written.get("metadata") or {}).get("resourceVersion") != before:
+        # A conflict (changed since observed) is not an event: the next reconcile syncs from fresh state.
+        call = self._cluster.patch(raw.key(namespace, name), plan.patch)
+        result = await self._write("Update", resource, desired, owner, call, quiet=Conflict)
+        if identity(result)[2] != identity(live_json)[2]:
             what = (
                 ""
                 if plan.spec
@@ -124,33 +116,42 @@ class Syncer:
         ``AlreadyExists`` is raised without an event: the callers decide what it means.
         """
         namespace, name, _ = identity(body)
-        try:
-            written = await self._cluster.create(resource.as_raw(), body)
-        except AlreadyExists:
-            raise
-        except ClusterError as error:
-            await self._recorder.emit(
-                owner, events.write_failed("Create", resource.kind, namespace, name, str(error))
-            )
-            raise
-        result = decode(resource, written)
-        self._cache.observe(resource, result)
+        call = self._cluster.create(resource.as_raw(), body)
+        result = await self._write("Create", resource, body, owner, call, quiet=AlreadyExists)
         await self._recorder.emit(owner, events.created(resource.kind, namespace, name))
         return result
 
     async def replace(self, resource: Resource[T], body: JSON, *, owner: DynamoGraphDeployment) -> T:
         """Replace an object (``body`` carries the resourceVersion it was read at), with its event."""
         namespace, name, _ = identity(body)
+        call = self._cluster.replace(resource.as_raw(), body)
+        result = await self._write("Update", resource, body, owner, call)
+        await self._recorder.emit(owner, events.updated(resource.kind, namespace, name))
+        return result
+
+    async def _write(
+        self,
+        verb: str,
+        resource: Resource[T],
+        body: JSON,
+        owner: DynamoGraphDeployment,
+        call: Awaitable[JSON],
+        *,
+        quiet: type[ClusterError] | None = None,
+    ) -> T:
+        """The answer of the write ``call`` of ``body``, decoded and observed in the cache. A refusal
+        emits the failure event and is re-raised; a ``quiet`` one is re-raised without it (the caller
+        decides what it means)."""
         try:
-            written = await self._cluster.replace(resource.as_raw(), body)
+            written = await call
         except ClusterError as error:
-            await self._recorder.emit(
-                owner, events.write_failed("Update", resource.kind, namespace, name, str(error))
-            )
+            if quiet is None or not isinstance(error, quiet):
+                namespace, name, _ = identity(body)
+                failed = events.write_failed(verb, resource.kind, namespace, name, str(error))
+                await self._recorder.emit(owner, failed)
             raise
         result = decode(resource, written)
         self._cache.observe(resource, result)
-        await self._recorder.emit(owner, events.updated(resource.kind, namespace, name))
         return result
 
     async def delete(

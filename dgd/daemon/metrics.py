@@ -30,7 +30,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from dgd.actors.reconciler import ADAPTER_CONTROLLER, DGD_CONTROLLER
-from dgd.actors.runtime import ActorSystem, DeadLetter
+from dgd.actors.runtime import ActorSystem, NullMetrics
 from dgd.actors.tree import ADAPTERS, DGDS
 from dgd.actors.workers import Workers
 
@@ -66,9 +66,10 @@ def reconciler_of(path: str) -> str | None:
     return match.group(1) if match is not None else None
 
 
-class DaemonMetrics:
-    """The registry and everything that feeds it: the runtime's ``Metrics`` hooks, the
-    ``ReconcileObserver`` hooks, the rest client (``requested``) and the elector (``leading``).
+class DaemonMetrics(NullMetrics):
+    """The registry and everything that feeds it: the runtime's ``Metrics`` hooks (restarts and
+    escalations; the others report nothing), the ``ReconcileObserver`` hooks, the rest client
+    (``requested``) and the elector (``leading``).
 
     ``bind`` the actor system to get the per-kind gauges and mailbox-based numbers; unbound, they
     read zero.
@@ -215,30 +216,12 @@ class DaemonMetrics:
 
     # The runtime's Metrics hooks.
 
-    def message_processed(self, path: str, message_type: type) -> None:
-        pass
-
-    def message_coalesced(self, path: str, message_type: type) -> None:
-        pass
-
-    def ask_completed(self, path: str, message_type: type, seconds: float, ok: bool) -> None:
-        pass
-
-    def mailbox_depth(self, path: str, depth: int) -> None:
-        pass
-
-    def crashed(self, path: str, reason: BaseException) -> None:
-        pass
-
     def restarted(self, path: str, restarts: int) -> None:
         cell = self._system.lookup(path) if self._system is not None else None
         self.restarts.labels(cell.kind if cell is not None else "unknown").inc()
 
     def escalated(self, path: str) -> None:
         self.escalations.inc()
-
-    def dead_lettered(self, letter: DeadLetter) -> None:
-        pass
 
     def forget_gone(self) -> None:
         """Drop what is kept per actor for actors that no longer exist (DGDs deleted)."""

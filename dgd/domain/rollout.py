@@ -391,25 +391,7 @@ def advance(
     if phase == COMPLETED:
         return Step(status=status)
 
-    return _drive(rolling, phase, desired, new_hash, components, now, clock, progress, deadline)
-
-
-def _drive(
-    rolling: RollingUpdateStatus,
-    phase: RollingUpdatePhase,
-    desired: str,
-    new_hash: str,
-    components: Sequence[Generations],
-    now: str,
-    clock: float,
-    progress: Progress | None,
-    deadline: float | None,
-) -> Step:
-    """An ``InProgress`` or ``Failed`` rollout: continue it, complete it, or fail it at the deadline."""
-    has_old = any(g.old for g in components)
-    everyone_updated = bool(components) and all(is_updated(g) for g in components)
-    all_drained = all(g.drained for g in components)
-    # Continue, and complete once every component is updated and the old
+    # InProgress or Failed: continue, and complete once every component is updated and the old
     # generations drained (Recreate) and gone; the old DCDs are deleted once the rest is done.
     updated = sorted(g.component for g in components if is_updated(g))
     rolling = msgspec.structs.replace(rolling, phase=phase, end_time=None, updated_components=updated or None)
@@ -435,7 +417,21 @@ def _drive(
         else ()
     )
 
-    # Progress: any visible change resets the deadline (and resumes a failed rollout).
+    return _against_deadline(rolling, phase, doomed, components, new_hash, clock, progress, deadline)
+
+
+def _against_deadline(
+    rolling: RollingUpdateStatus,
+    phase: RollingUpdatePhase,
+    doomed: tuple[str, ...],
+    components: Sequence[Generations],
+    new_hash: str,
+    clock: float,
+    progress: Progress | None,
+    deadline: float | None,
+) -> Step:
+    """A rollout still going: any visible change resets the progress deadline (and resumes a failed
+    rollout); none for the deadline fails it; the step deletes ``doomed`` old DCDs either way."""
     mark = _mark(components)
     if progress is None or progress.mark != mark:
         resumed = progress is not None and phase == FAILED
