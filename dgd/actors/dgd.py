@@ -33,20 +33,22 @@ from msgspec import structs
 
 from dgd.actors.cache import Reader
 from dgd.actors.children.checkpoint_storage import CheckpointStorage, FinalizeCheckpoints, ResolveCheckpoints
-from dgd.actors.children.grove_scaler import GroveScaler, Scale
-from dgd.actors.children.restart import ResolveRestart, RestartResolver
-from dgd.actors.children.rollout import AdvanceRollout, Rollout, ScaleOld
-from dgd.actors.children.scaling_adapters import ReconcileAdapters, ScalingAdapters
-from dgd.actors.children.shared_resources import EnsureShared, SharedResources
+from dgd.actors.children.grove_scaler import GroveScaler
+from dgd.actors.children.restart import RestartResolver
+from dgd.actors.children.rollout import Rollout
+from dgd.actors.children.scaling_adapters import ScalingAdapters
+from dgd.actors.children.shared_resources import SharedResources
 from dgd.actors.children.step_failed import StepFailed
-from dgd.actors.children.topology_status import Project, TopologyStatus
+from dgd.actors.children.topology_status import TopologyStatus
 from dgd.actors.dgd_writer import FINALIZER, DGDWriter
 from dgd.actors.programs.component import ComponentProgram
 from dgd.actors.programs.grove import GroveProgram
 from dgd.actors.programs.result import Program
+from dgd.actors.programs.steps import ProgramParts
 from dgd.actors.reconciler import DGD_CONTROLLER, RETRY_BACKOFF, Nudge, ReconcileObserver, Reconciler
 from dgd.actors.recorder import Recorder
 from dgd.actors.runtime import (
+    Actor,
     Backoff,
     ChildSpec,
     Ref,
@@ -255,106 +257,65 @@ class DGDActor(Reconciler):
             )
         return self._running
 
-    async def _shared_resources(self) -> Ref[EnsureShared]:
-        return await self._child(
-            ChildSpec(
-                "shared-resources",
-                lambda: SharedResources(
-                    reader=self._reader, syncer=self._syncer, config=self._config, keys=self._keys
-                ),
-                Restart.PERMANENT,
-            )
-        )
-
-    async def _child(self, spec: ChildSpec[Any]) -> Ref[Any]:
-        """The child ``spec`` names, started on first use."""
-        if self.context.has_child(spec.id):
-            return self.context.child(spec.id)
-        return await self.context.start_child(spec)
+    async def _child(self, name: str, build: Callable[[], Actor[Any]]) -> Ref[Any]:
+        """The child ``name`` (a permanent one), started with ``build`` on first use."""
+        if self.context.has_child(name):
+            return self.context.child(name)
+        return await self.context.start_child(ChildSpec(name, build, Restart.PERMANENT))
 
     async def _checkpoint_storage(self) -> Ref[ResolveCheckpoints | FinalizeCheckpoints]:
         return await self._child(
-            ChildSpec(
-                "checkpoint-storage",
-                lambda: CheckpointStorage(
-                    cluster=self._cluster,
-                    reader=self._reader,
-                    syncer=self._syncer,
-                    recorder=self._recorder,
-                    config=self._config,
-                ),
-                Restart.PERMANENT,
-            )
-        )
+            "checkpoint-storage",
+            lambda: CheckpointStorage(
+                cluster=self._cluster, reader=self._reader, syncer=self._syncer, recorder=self._recorder,
+                config=self._config,
+            ),
+        )  # fmt: skip
 
-    async def _scaling_adapters(self) -> Ref[ReconcileAdapters]:
-        return await self._child(
-            ChildSpec(
-                "scaling-adapters",
-                lambda: ScalingAdapters(cluster=self._cluster, reader=self._reader, recorder=self._recorder),
-                Restart.PERMANENT,
-            )
+    async def _program_parts(self) -> ProgramParts:
+        """What both programs are built with: the shared collaborators and the children both ask."""
+        reader, syncer, recorder = self._reader, self._syncer, self._recorder
+        shared = await self._child(
+            "shared-resources",
+            lambda: SharedResources(reader=reader, syncer=syncer, config=self._config, keys=self._keys),
         )
-
-    async def _restart(self) -> Ref[ResolveRestart]:
-        return await self._child(
-            ChildSpec("restart", lambda: RestartResolver(reader=self._reader), Restart.PERMANENT)
+        checkpoints = await self._checkpoint_storage()
+        restart = await self._child("restart", lambda: RestartResolver(reader=reader))
+        adapters = await self._child(
+            "scaling-adapters",
+            lambda: ScalingAdapters(cluster=self._cluster, reader=reader, recorder=recorder),
         )
+        return ProgramParts(
+            config=self._config, reader=reader, syncer=syncer, now=self._now, shared_resources=shared,
+            checkpoints=checkpoints, restart=restart, adapters=adapters,
+        )  # fmt: skip
 
     async def _component_program(self) -> Program:
-        rollout: Ref[AdvanceRollout | ScaleOld] = await self.context.start_child(
-            ChildSpec(
-                "rollout",
-                lambda: Rollout(
-                    cluster=self._cluster,
-                    reader=self._reader,
-                    syncer=self._syncer,
-                    dgd_writer=self._dgd_writer,
-                    recorder=self._recorder,
-                ),
-                Restart.PERMANENT,
-            )
-        )
+        rollout = await self._child(
+            "rollout",
+            lambda: Rollout(
+                cluster=self._cluster, reader=self._reader, syncer=self._syncer, dgd_writer=self._dgd_writer,
+                recorder=self._recorder,
+            ),
+        )  # fmt: skip
         return ComponentProgram(
-            config=self._config,
-            reader=self._reader,
-            syncer=self._syncer,
-            now=self._now,
             clock=self._wall,
             progress_deadline=progress_deadline(self._config),
-            shared_resources=await self._shared_resources(),
             rollout=rollout,
-            checkpoints=await self._checkpoint_storage(),
-            restart=await self._restart(),
-            adapters=await self._scaling_adapters(),
+            **await self._program_parts(),
         )
 
     async def _grove_program(self) -> Program:
-        context = self.context
-        shared = await self._shared_resources()
-        scaler: Ref[Scale] = await context.start_child(
-            ChildSpec(
-                "grove-scaler",
-                lambda: GroveScaler(cluster=self._cluster, reader=self._reader),
-                Restart.PERMANENT,
-            )
-        )
-        topology: Ref[Project] = await context.start_child(
-            ChildSpec("topology-status", TopologyStatus, Restart.PERMANENT)
+        parts = await self._program_parts()
+        scaler = await self._child(
+            "grove-scaler", lambda: GroveScaler(cluster=self._cluster, reader=self._reader)
         )
         return GroveProgram(
-            config=self._config,
-            reader=self._reader,
-            syncer=self._syncer,
             dgd_writer=self._dgd_writer,
             recorder=self._recorder,
-            now=self._now,
-            shared_resources=shared,
             grove_scaler=scaler,
-            topology_status=topology,
-            checkpoints=await self._checkpoint_storage(),
-            restart=await self._restart(),
-            adapters=await self._scaling_adapters(),
+            topology_status=await self._child("topology-status", TopologyStatus),
+            **parts,
         )
 
     # The status: one writer, one write, events only after it.
