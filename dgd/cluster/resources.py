@@ -114,7 +114,12 @@ def _modelled(model: type[Model], api_version: str, plural: str, **options: Any)
     return Resource(group=group, version=version, kind=kind, plural=plural, model=model, raw=False, **options)
 
 
-# Our kinds: decoded to the Structs of dgd.messages; status subresource on each, scale where scaled.
+# Our kinds: decoded to the Structs of dgd.messages; status subresource on each, scale where scaled
+# (the scale subresource reads the pod selector each kind publishes).
+_SELECTOR, _HPA_SELECTOR = (
+    ScalePaths(selector=".status.selector"),
+    ScalePaths(selector=".status.hpaPodSelector"),
+)
 DGD: Resource[dgd.DynamoGraphDeployment] = _modelled(
     dgd.DynamoGraphDeployment, dgd.API_VERSION, dgd.PLURAL, status=True
 )
@@ -122,32 +127,16 @@ DCD: Resource[dcd.DynamoComponentDeployment] = _modelled(
     dcd.DynamoComponentDeployment, dcd.API_VERSION, dcd.PLURAL, status=True
 )
 DGDSA: Resource[dgdsa.DynamoGraphDeploymentScalingAdapter] = _modelled(
-    dgdsa.DynamoGraphDeploymentScalingAdapter,
-    dgdsa.API_VERSION,
-    dgdsa.PLURAL,
-    status=True,
-    scale=ScalePaths(selector=".status.selector"),
+    dgdsa.DynamoGraphDeploymentScalingAdapter, dgdsa.API_VERSION, dgdsa.PLURAL, status=True, scale=_SELECTOR
 )
 PCS: Resource[grove.PodCliqueSet] = _modelled(
-    grove.PodCliqueSet,
-    grove.API_VERSION,
-    grove.PCS_PLURAL,
-    status=True,
-    scale=ScalePaths(selector=".status.hpaPodSelector"),
+    grove.PodCliqueSet, grove.API_VERSION, grove.PCS_PLURAL, status=True, scale=_HPA_SELECTOR
 )
 PCLQ: Resource[grove.PodClique] = _modelled(
-    grove.PodClique,
-    grove.API_VERSION,
-    grove.PCLQ_PLURAL,
-    status=True,
-    scale=ScalePaths(selector=".status.hpaPodSelector"),
+    grove.PodClique, grove.API_VERSION, grove.PCLQ_PLURAL, status=True, scale=_HPA_SELECTOR
 )
 PCSG: Resource[grove.PodCliqueScalingGroup] = _modelled(
-    grove.PodCliqueScalingGroup,
-    grove.API_VERSION,
-    grove.PCSG_PLURAL,
-    status=True,
-    scale=ScalePaths(selector=".status.selector"),
+    grove.PodCliqueScalingGroup, grove.API_VERSION, grove.PCSG_PLURAL, status=True, scale=_SELECTOR
 )
 EVENT: Resource[Event] = _modelled(Event, "events.k8s.io/v1", "events", has_spec=False)
 

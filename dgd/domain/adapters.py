@@ -172,37 +172,25 @@ def adapter_reference(adapter: Adapter) -> ObjectReference:
     )
 
 
+def _adapter_event(verb: str, name: str, component: str, related: ObjectReference) -> EventRecord:
+    """``Adapter<verb>d`` on the DGD, about its adapter ``name`` of ``component`` (related object)."""
+    note = f"{verb}d scaling adapter {name} for component {component}"
+    return EventRecord("Normal", f"Adapter{verb}d", verb, note, related)
+
+
 def adapter_created(name: str, component: str, related: ObjectReference) -> EventRecord:
     """The DGD created a component's adapter (an event on the DGD; related object: the adapter)."""
-    return EventRecord(
-        "Normal",
-        "AdapterCreated",
-        "Create",
-        f"Created scaling adapter {name} for component {component}",
-        related,
-    )
+    return _adapter_event("Create", name, component, related)
 
 
 def adapter_updated(name: str, component: str, related: ObjectReference) -> EventRecord:
     """The DGD repaired an adapter's labels, reference or owner."""
-    return EventRecord(
-        "Normal",
-        "AdapterUpdated",
-        "Update",
-        f"Updated scaling adapter {name} for component {component}",
-        related,
-    )
+    return _adapter_event("Update", name, component, related)
 
 
 def adapter_deleted(name: str, component: str, related: ObjectReference) -> EventRecord:
     """The DGD deleted the adapter of a component that no longer asks for one."""
-    return EventRecord(
-        "Normal",
-        "AdapterDeleted",
-        "Delete",
-        f"Deleted scaling adapter {name} for component {component}",
-        related,
-    )
+    return _adapter_event("Delete", name, component, related)
 
 
 def orphan_deleted(name: str, component: str, related: ObjectReference) -> EventRecord:
