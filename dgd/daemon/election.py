@@ -12,6 +12,9 @@ Guarantees:
   at once when it finds someone else's record on the lease.
 * ``release`` writes an empty holder with the resourceVersion last written, so it never clears a
   lease someone else has taken since.
+* A lease it cannot take — its namespace missing, its credentials refused, the API failing — is
+  logged as an ERROR with the cause and what to change, at every try, and kept in ``problem`` (told
+  to ``on_problem``) until it leads or finds another leader; losing a race for it is no problem.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from contextlib import contextmanager
 import anyio
 
 from dgd.actors.runtime import Clock
-from dgd.cluster.errors import ClusterError, NotFound
+from dgd.cluster.errors import ClusterError, Conflict, Forbidden, NotFound
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import LEASE
 from dgd.daemon.lease import (
@@ -83,6 +86,7 @@ class LeaderElector:
         wall: Callable[[], float],
         random: random.Random,
         on_change: Callable[[bool], None] | None = None,
+        on_problem: Callable[[str | None], None] | None = None,
     ) -> None:
         self._cluster = cluster
         self._key = LEASE.key(namespace, name)
@@ -95,6 +99,9 @@ class LeaderElector:
         self._observed: Observed | None = None
         self._renewed_at = -float("inf")
         self._leading = False
+        self._on_problem = on_problem
+        #: Why the lease cannot be taken now (``None``: it can, or another candidate holds it).
+        self.problem: str | None = None
 
     @property
     def leading(self) -> bool:
@@ -154,7 +161,7 @@ class LeaderElector:
         except NotFound:
             self._observed = None
         except ClusterError as error:
-            logger.warning("%s: cannot read lease %s: %s", self.identity, self.lease, error)
+            self._cannot_take(error)
             return Attempt.FAILED
         else:
             version = str(stored.get("metadata", {}).get("resourceVersion") or "")
@@ -167,6 +174,7 @@ class LeaderElector:
             duration_seconds=self.timing.duration_seconds,
         )
         if isinstance(decision, Follow):
+            self._set_problem(None)
             return Attempt.FOLLOWING
         namespace, name = self._key.namespace or "", self._key.name
         lease = lease_object(namespace, name, decision.record, decision.resource_version)
@@ -175,14 +183,47 @@ class LeaderElector:
                 written = await self._cluster.create(LEASE, lease)
             else:
                 written = await self._cluster.replace(LEASE, lease)
+        except Conflict as error:
+            logger.debug(
+                "%s: lease %s not written (another candidate wrote first): %s",
+                self.identity,
+                self.lease,
+                error,
+            )
+            return Attempt.FAILED
         except ClusterError as error:
-            logger.debug("%s: lease %s not written: %s", self.identity, self.lease, error)
+            self._cannot_take(error)
             return Attempt.FAILED
         version = str(written.get("metadata", {}).get("resourceVersion") or "")
         self._observed = Observed(decision.record, version, now)
         self._renewed_at = now
+        self._set_problem(None)
         self._set_leading(True)
         return Attempt.LEADING
+
+    def _cannot_take(self, error: ClusterError) -> None:
+        """Report why the lease cannot be read or written: an ERROR while not leading (a renewal the
+        hold loop retries is a warning), with what to change."""
+        namespace = self._key.namespace
+        if isinstance(error, NotFound):
+            fix = f"create namespace {namespace}, or choose another with --lease-namespace"
+        elif isinstance(error, Forbidden):
+            fix = f"grant the operator's credentials the Lease verbs in {namespace}, or choose another"
+            fix += " namespace with --lease-namespace"
+        else:
+            fix = "the API server refused or failed; it is tried again every retry period"
+        problem = f"lease {self.lease} cannot be taken: {error}; {fix}"
+        if self._leading:
+            logger.warning("%s: %s", self.identity, problem)
+            return
+        logger.error("%s: %s", self.identity, problem)
+        self._set_problem(problem)
+
+    def _set_problem(self, problem: str | None) -> None:
+        if problem != self.problem:
+            self.problem = problem
+            if self._on_problem is not None:
+                self._on_problem(problem)
 
     async def release(self, timeout: float) -> bool:
         """Give the lease up (if leading): stop leading, then write an empty holder within ``timeout``

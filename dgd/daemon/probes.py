@@ -11,9 +11,10 @@ Liveness fails when restarting the process is the cure:
   bookmarks, and a watch the informer gave up on is reopened, so silence that long means a stalled
   informer.
 
-Readiness fails while the process cannot do its job: before it knows its role, while it leads but
-its caches are not yet filled, and once it is shutting down. A standby is ready by design: it is
-doing its job, which is to wait.
+Readiness fails while the process cannot do its job: before it knows its role, while the lease
+cannot be taken (its namespace missing, its credentials refused: the reason says what to change),
+while it leads but its caches are not yet filled, and once it is shutting down. A standby that sees
+another leader is ready by design: it is doing its job, which is to wait.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ class Health:
         self._lag = 0.0
         self._watched: dict[str, float] = {}
         self._synced: Callable[[], bool] | None = None
+        self._lease_problem: str | None = None
 
     # The heartbeat.
 
@@ -84,6 +86,10 @@ class Health:
     def operator_stopped(self) -> None:
         self._watched = {}
         self._synced = None
+
+    def lease_problem(self, problem: str | None) -> None:
+        """Why the lease cannot be taken (the elector's ``on_problem``); ``None`` once it can."""
+        self._lease_problem = problem
 
     def activity(self, resource: str) -> None:
         """A list or watch of ``resource`` showed a sign of life (the rest client's activity sink)."""
@@ -115,6 +121,8 @@ class Health:
             checks.append(Check("role", False, "starting: the leader election has not decided yet"))
         elif role is Role.STOPPING:
             checks.append(Check("role", False, "shutting down"))
+        elif role is Role.STANDBY and self._lease_problem is not None:
+            checks.append(Check("lease", False, self._lease_problem))
         else:
             checks.append(Check("role", True, role.value))
         if role is Role.LEADER:

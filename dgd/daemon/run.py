@@ -182,6 +182,7 @@ class Daemon:
             wall=self._wall,
             random=self._random,
             on_change=leading,
+            on_problem=self.health.lease_problem,
         )
         # Stand by until the lease is ours, or until asked to stop.
         self.health.role = Role.STANDBY
