@@ -30,6 +30,7 @@ from dgd.cluster.errors import ClusterError, NotFound
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.proxy import ClusterProxy
 from dgd.cluster.resources import CHECKPOINT, DCD, Resource
+from dgd.cluster.retry import RetryingCluster
 from dgd.messages.timestamps import wall_clock
 from dgd.sim import WorldSettings
 from dgd.sim import run as run_loop
@@ -161,8 +162,11 @@ async def _main(args: argparse.Namespace, chosen: WorldSettings) -> int:
     async with await KubeCluster.from_config(
         args.kubeconfig, context=args.context, qps=args.qps, burst=args.burst
     ) as kube:
+        # A real API server answers "not now" (429 while a new CRD's storage starts, 5xx, timeouts):
+        # the world waits for it rather than exiting.
+        retrying = RetryingCluster(kube)
         served = await kube.group_versions()
-        cluster: Cluster = Namespaced(kube, args.namespace) if args.namespace else kube
+        cluster: Cluster = Namespaced(retrying, args.namespace) if args.namespace else retrying
         controllers = await _controllers(cluster, served)
 
         def current() -> WorldSettings:
