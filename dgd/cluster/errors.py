@@ -144,6 +144,10 @@ class Forbidden(ClusterError, code=403, reason="Forbidden"):
     """403: not allowed (RBAC, admission, or a namespace being deleted)."""
 
 
+class RequestEntityTooLarge(ClusterError, code=413, reason="RequestEntityTooLarge"):
+    """413: the request body is over the API server's limit (3 MiB); nothing was written."""
+
+
 class TooManyRequests(ClusterError, code=429, reason="TooManyRequests"):
     """429: throttled by API priority and fairness; retry after ``retry_after`` seconds."""
 
@@ -183,6 +187,7 @@ _ERRORS: tuple[type[ClusterError], ...] = (
     Gone,
     Invalid,
     Forbidden,
+    RequestEntityTooLarge,
     TooManyRequests,
     Timeout,
 )
@@ -195,6 +200,7 @@ _BY_CODE: dict[int, type[ClusterError]] = {
     422: Invalid,
     400: Invalid,
     403: Forbidden,
+    413: RequestEntityTooLarge,
     429: TooManyRequests,
     504: Timeout,
 }

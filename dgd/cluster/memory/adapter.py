@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 import msgspec
 
-from dgd.cluster.errors import Gone, Invalid, NotFound
+from dgd.cluster.errors import Gone, Invalid, NotFound, RequestEntityTooLarge
 from dgd.cluster.memory.faults import Decision, Faults, Request, Verb
 from dgd.cluster.memory.server import ApiServer
 from dgd.cluster.memory.store import Change, Stored
@@ -342,12 +342,20 @@ class MemoryCluster:
         )
 
 
+#: The largest request body the real API server takes (``--max-request-bytes``' default, 3 MiB).
+REQUEST_LIMIT = 3 * 1024 * 1024
+
+
 def _to_json(obj: Any) -> JSONObject:
-    """A fresh JSON copy of a Struct or of raw JSON (``Invalid`` if it is not JSON)."""
+    """A fresh JSON copy of a request body, a Struct or raw JSON (``Invalid`` if it is not JSON,
+    ``RequestEntityTooLarge`` over the API server's limit)."""
     try:
-        data = msgspec.json.decode(msgspec.json.encode(obj))
+        encoded = msgspec.json.encode(obj)
     except (TypeError, msgspec.EncodeError) as error:
         raise Invalid(f"the object is not JSON: {error}", bad_request=True) from None
+    if len(encoded) > REQUEST_LIMIT:
+        raise RequestEntityTooLarge(f"Request entity too large: limit is {REQUEST_LIMIT}")
+    data = msgspec.json.decode(encoded)
     if not isinstance(data, dict):
         raise Invalid("the body must be a JSON object", bad_request=True)
     return data

@@ -17,6 +17,9 @@ from dgd.cluster.errors import Cause, Invalid
 from dgd.cluster.resources import EVENT, Resource
 from dgd.messages.base import JSONObject
 
+#: The most bytes an object's annotations (keys and values) may hold, as the real API server counts.
+ANNOTATIONS_LIMIT = 256 * 1024
+
 _SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
@@ -82,9 +85,15 @@ def _metadata_causes(resource: Resource[Any], metadata: JSONObject) -> list[Caus
             causes.append(Cause(f"metadata.labels[{key}]", "invalid label key"))
         if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
             causes.append(Cause(f"metadata.labels[{key}]", f"invalid label value {value!r}"))
-    for key, value in (metadata.get("annotations") or {}).items():
+    annotations = metadata.get("annotations") or {}
+    for key, value in annotations.items():
         if not qualified_name(key) or not isinstance(value, str):
             causes.append(Cause(f"metadata.annotations[{key}]", "invalid annotation"))
+    size = sum(len(key.encode()) + len(str(value).encode()) for key, value in annotations.items())
+    if size > ANNOTATIONS_LIMIT:
+        causes.append(
+            Cause("metadata.annotations", f"Too long: may not be more than {ANNOTATIONS_LIMIT} bytes")
+        )
     for index, finalizer in enumerate(metadata.get("finalizers") or ()):
         if not isinstance(finalizer, str) or not qualified_name(finalizer):
             causes.append(Cause(f"metadata.finalizers[{index}]", f"{finalizer!r} is not a qualified name"))
