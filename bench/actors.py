@@ -36,8 +36,11 @@ import time
 import tracemalloc
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
+
+from machine import command, python
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -304,10 +307,10 @@ def main() -> None:
     loops = ["asyncio", "uvloop"] if options.loop == "both" else [options.loop]
 
     print("Method")
-    print(f"  command:  {' '.join([os.path.relpath(sys.executable), *sys.argv])}")
-    print(f"  python:   {platform.python_implementation()} {platform.python_version()}")
-    print(f"  anyio:    {_version('anyio')}")
-    print(f"  uvloop:   {_version('uvloop')}")
+    print(f"  command:  {command()}")
+    print(f"  python:   {python()}")
+    print(f"  anyio:    {version('anyio')}")
+    print(f"  uvloop:   {version('uvloop')}")
     print(f"  machine:  {platform.machine()}, cpu_count() = {os.cpu_count()}")
     print(
         f"  rounds:   best of {options.rounds}; tell {options.messages} msgs, ask {options.asks} round trips"
@@ -323,12 +326,6 @@ def main() -> None:
 
 def _show(value: float) -> str:
     return f"{value:.0f}" if abs(value) >= 100 or value == int(value) else f"{value:.3g}"
-
-
-def _version(package: str) -> str:
-    from importlib.metadata import version
-
-    return version(package)
 
 
 if __name__ == "__main__":

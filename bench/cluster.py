@@ -17,7 +17,10 @@ import platform
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from importlib.metadata import version
 from pathlib import Path
+
+from machine import command, cpu_model, python
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -155,11 +158,11 @@ def main() -> None:
     loops = {"asyncio": False, "uvloop": True}
 
     print("Method")
-    print(f"  command:     {' '.join([os.path.relpath(sys.executable), *sys.argv])}")
-    print(f"  python:      {platform.python_implementation()} {platform.python_version()}")
-    versions = f"anyio {_version('anyio')}, msgspec {msgspec.__version__}, uvloop {_version('uvloop')}"
+    print(f"  command:     {command()}")
+    print(f"  python:      {python()}")
+    versions = f"anyio {version('anyio')}, msgspec {msgspec.__version__}, uvloop {version('uvloop')}"
     print(f"  libraries:   {versions}")
-    print(f"  machine:     {platform.machine()}, cpu_count() = {os.cpu_count()}, cpu model: {_cpu_model()}")
+    print(f"  machine:     {platform.machine()}, cpu_count() = {os.cpu_count()}, cpu model: {cpu_model()}")
     print(f"  system:      {platform.system()} {platform.release()}")
     print(f"  object:      {source}")
     print(f"  operations:  {args.ops} sequential awaited calls per round, best of {args.rounds} rounds;")
@@ -186,20 +189,6 @@ def main() -> None:
 def row(label: str, loop: str, count: int, seconds: float, unit: str = "") -> str:
     line = f"{label:<34} {loop:<8} {count / seconds:>10,.0f} {seconds / count * 1e6:>8.1f}"
     return f"{line}  {unit}" if unit else line
-
-
-def _version(package: str) -> str:
-    from importlib.metadata import version
-
-    return version(package)
-
-
-def _cpu_model() -> str:
-    try:
-        lines = Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return "?"
-    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), "?")
 
 
 if __name__ == "__main__":

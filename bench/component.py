@@ -38,6 +38,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,39 +46,32 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
+from fleet import EXAMPLE, WRITE_VERBS, Cost, count_writes, simulated_fleet  # noqa: E402
 
 from dgd.actors.runtime import CountingMetrics  # noqa: E402
-from dgd.actors.tree import DGDS, operator_children  # noqa: E402
-from dgd.cluster.memory.faults import Decision, Delay, Request  # noqa: E402
+from dgd.actors.tree import DGDS  # noqa: E402
+from dgd.cluster.memory.faults import Decision, Request  # noqa: E402
 from dgd.cluster.protocol import Cluster  # noqa: E402
 from dgd.cluster.resources import DCD, DGD  # noqa: E402
 from dgd.domain.admission.defaulting import ENABLE_GROVE  # noqa: E402
-from dgd.domain.gates import effective_config, resolve_gates, served_apis  # noqa: E402
 from dgd.domain.metadata_keys import WORKER_HASH  # noqa: E402
 from dgd.domain.worker_generation import CURRENT_WORKER_HASH_V2  # noqa: E402
-from dgd.messages.config import OperatorConfig  # noqa: E402
 from dgd.messages.dgd import DynamoGraphDeployment  # noqa: E402
-from dgd.sim import SimulatedCluster, WorldSettings, run  # noqa: E402
+from dgd.sim import run  # noqa: E402
 
-EXAMPLE = ROOT / "examples" / "agg.yaml"
 NS = "default"
 WORKER = "Worker"
 NEW_TAG = "1.5.1"
-WRITE_VERBS = ("create", "update", "patch", "delete")
 POLL = 5.0
 TIMEOUT = 3600.0
 
 
-class Phase:
-    """What one phase cost."""
+@dataclass
+class Phase(Cost):
+    """What one phase cost: besides the fleet's costs, CPU seconds and the writes by verb and resource."""
 
-    def __init__(self) -> None:
-        self.wall = 0.0
-        self.cpu = 0.0
-        self.cluster_seconds = 0.0
-        self.reconciles = 0
-        self.writes = 0
-        self.breakdown: Counter[str] = Counter()
+    cpu: float = 0.0
+    breakdown: Counter[str] = field(default_factory=Counter)
 
 
 class Counts:
@@ -183,26 +177,15 @@ async def _check_generations(user: Cluster, before: dict[str, str]) -> list[str]
 async def bench(count: int, seed: int, report: Callable[[str, Phase], None]) -> list[str]:
     """Create ``count`` DGDs, then roll every worker (see the module); ``report`` is given each phase as
     it ends. Returns the problems the final check found."""
-    config = OperatorConfig()
     metrics = CountingMetrics()
-    holder: list[SimulatedCluster] = []
-
-    def operator(cluster: Cluster) -> Any:
-        sim = holder[0]
-        gates = resolve_gates(config, served_apis(sim.discovery.group_versions))
-        return operator_children(cluster, config=effective_config(config, gates), wall=sim.now)
-
-    sim = SimulatedCluster(WorldSettings(), seed=seed, config=config, operator=operator)
-    holder.append(sim)
+    sim = simulated_fleet(seed, metrics)
     document = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
     components = _new_image(document["spec"]["components"])
     width = max(4, len(str(count)))
     names = [f"agg-{index:0{width}d}" for index in range(1, count + 1)]
     breakdown: Counter[str] = Counter()
     async with sim:
-        sim.system.metrics = metrics
-        # The operator's client is the server itself; the world models and ``user`` are other clients.
-        writes = sim.cluster.faults.add(Delay(0.0), verb=WRITE_VERBS)
+        writes = count_writes(sim)
         _count_writes(sim.cluster.faults, breakdown)
         counts = Counts(metrics, writes, breakdown)
         user = sim.cluster.client()

@@ -64,7 +64,7 @@ import anyio  # noqa: E402
 import yaml  # noqa: E402
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
-from dgd.actors.reconciles import DEFAULT_WORKERS  # noqa: E402
+from dgd.actors.workers import DEFAULT_WORKERS  # noqa: E402
 from dgd.cluster.kube.adapter import KubeCluster  # noqa: E402
 from dgd.cluster.resources import DGD  # noqa: E402
 

@@ -22,6 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from machine import command, cpu_model, python
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -117,8 +119,8 @@ def main() -> None:
     rounds, seconds = args.rounds, args.round_seconds
 
     print("Method")
-    print(f"  command:     {' '.join([os.path.relpath(sys.executable), *sys.argv])}")
-    print(f"  python:      {platform.python_implementation()} {platform.python_version()}")
+    print(f"  command:     {command()}")
+    print(f"  python:      {python()}")
     print(f"  msgspec:     {msgspec.__version__}")
     processor, cpus = platform.processor(), os.cpu_count()
     print(f"  machine:     {platform.machine()}, processor() = {processor!r}, cpu_count() = {cpus}")
@@ -152,15 +154,6 @@ def main() -> None:
 def row(label: str, width: int, size: int, msgspec_seconds: float, json_seconds: float) -> str:
     times = f"{msgspec_seconds * 1e6:>11.1f} {json_seconds * 1e6:>8.1f}"
     return f"{label:<{width}} {size:>6} {times}  {ratio_words(msgspec_seconds, json_seconds)}"
-
-
-def cpu_model() -> str:
-    """The CPU model name from /proc/cpuinfo (``platform.processor()`` is often empty on Linux)."""
-    try:
-        lines = Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return "?"
-    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), "?")
 
 
 if __name__ == "__main__":

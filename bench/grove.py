@@ -31,6 +31,7 @@ import platform
 import sys
 import time
 import tracemalloc
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,47 +39,31 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
+from fleet import EXAMPLE, Cost, count_writes, simulated_fleet  # noqa: E402
 
 from dgd.actors.runtime import CountingMetrics, Ref, StopChild, WhichChildren  # noqa: E402
-from dgd.actors.tree import DGDS, operator_children  # noqa: E402
-from dgd.cluster.memory.faults import Delay  # noqa: E402
-from dgd.cluster.protocol import Cluster  # noqa: E402
+from dgd.actors.tree import DGDS  # noqa: E402
 from dgd.cluster.resources import DGD  # noqa: E402
-from dgd.domain.gates import effective_config, resolve_gates, served_apis  # noqa: E402
-from dgd.messages.config import OperatorConfig  # noqa: E402
-from dgd.sim import SimulatedCluster, WorldSettings, run  # noqa: E402
+from dgd.sim import SimulatedCluster, run  # noqa: E402
 
-EXAMPLE = ROOT / "examples" / "agg.yaml"
 GOAL_BYTES = 48 * 1024
 
 
-class Result:
-    def __init__(self) -> None:
-        self.wall = 0.0
-        self.cluster_seconds = 0.0
-        self.reconciles = 0
-        self.writes = 0
-        self.subtree_bytes = 0.0
+@dataclass
+class Result(Cost):
+    """What converging the fleet cost, and the memory of one DGD actor subtree (when measured)."""
+
+    subtree_bytes: float = 0.0
 
 
 async def converge(count: int, memory: bool) -> Result:
     """Apply ``count`` DGDs and wait until all are successful (see the module)."""
-    config = OperatorConfig()
     metrics = CountingMetrics()
-    holder: list[SimulatedCluster] = []
-
-    def operator(cluster: Cluster) -> Any:
-        sim = holder[0]
-        gates = resolve_gates(config, served_apis(sim.discovery.group_versions))
-        return operator_children(cluster, config=effective_config(config, gates), wall=sim.now)
-
-    sim = SimulatedCluster(WorldSettings(), seed=1, config=config, operator=operator)
-    holder.append(sim)
+    sim = simulated_fleet(1, metrics)
     document = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
     result = Result()
     async with sim:
-        sim.system.metrics = metrics
-        writes = sim.cluster.faults.add(Delay(0.0), verb=("create", "update", "patch", "delete"))
+        writes = count_writes(sim)
         user = sim.cluster.client()
         started = time.perf_counter()
         for index in range(count):

@@ -30,6 +30,8 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from machine import command, python
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -118,8 +120,8 @@ def main() -> None:
     if options.out is not None:
         options.out.write_bytes(write_trace(trace))
     print("Method")
-    print(f"  command:  {' '.join([os.path.relpath(sys.executable), *sys.argv])}")
-    print(f"  python:   {platform.python_implementation()} {platform.python_version()}")
+    print(f"  command:  {command()}")
+    print(f"  python:   {python()}")
     print(f"  anyio:    {version('anyio')}, msgspec {version('msgspec')}")
     print(f"  machine:  {platform.machine()}, cpu_count() = {os.cpu_count()}")
     print(f"  trace:    {len(trace.records)} records, {options.graphs} graphs, one every {options.every:g}s")

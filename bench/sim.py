@@ -32,6 +32,8 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import TypeVar
 
+from machine import command, python
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -136,8 +138,8 @@ def main() -> None:
     # The scenario kills two world models on purpose; their crash reports are not results.
     logging.getLogger("dgd.actors").setLevel(logging.ERROR)
     print("Method")
-    print(f"  command:  {' '.join([os.path.relpath(sys.executable), *sys.argv])}")
-    print(f"  python:   {platform.python_implementation()} {platform.python_version()}")
+    print(f"  command:  {command()}")
+    print(f"  python:   {python()}")
     print(f"  anyio:    {version('anyio')}, msgspec {version('msgspec')}")
     print(f"  machine:  {platform.machine()}, cpu_count() = {os.cpu_count()}")
     print(f"  rounds:   scenario best of {options.rounds}; fleet {options.graphs} x 2 graphs, one run")

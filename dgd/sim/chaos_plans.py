@@ -216,39 +216,37 @@ def crash_points(seed: int, writes: list[Write]) -> list[CrashAfterWrite]:
 
 def unobserved_state(seed: int, workload: Workload, writes: list[Write]) -> list[Fault]:
     """One to four watch drops or expiries, at instants the fault-free run changed things."""
-    rng = random.Random(f"unobserved-state:{seed}")
-    instants = _busy(writes, workload)
-    faults: list[Fault] = []
-    for _ in range(rng.randint(1, 4)):
+
+    def watch_end(rng: random.Random, instants: list[float]) -> list[Fault]:
         at = rng.choice(instants)
         resource = rng.choice([*(str(r) for r in WATCHED), "*"])
-        faults.append(
+        return [
             WatchExpire(at=at, resource=resource)
             if rng.random() < 0.7
             else WatchDrop(at=at, resource=resource)
-        )
-    return faults
+        ]
+
+    return _drawn("unobserved-state", seed, workload, writes, (1, 4), watch_end)
 
 
 def stale_state(seed: int, workload: Workload, writes: list[Write]) -> list[Fault]:
     """One or two windows of stale reads, each with a fresh read forced inside it."""
-    rng = random.Random(f"stale-state:{seed}")
-    instants = _busy(writes, workload)
-    faults: list[Fault] = []
-    for _ in range(rng.randint(1, 2)):
+
+    def stale_window(rng: random.Random, instants: list[float]) -> list[Fault]:
         resource = rng.choice(WATCHED)
         at = rng.choice(instants)
         duration = _time(rng.uniform(5.0, 60.0))
-        faults.append(StaleReads(at=at, resource=str(resource), behind=rng.randint(1, 8), duration=duration))
+        window = StaleReads(at=at, resource=str(resource), behind=rng.randint(1, 8), duration=duration)
+        # The fresh read: the watch expires, its informer restarts, or a DGD actor restarts.
         inside = _time(at + rng.uniform(0.0, duration))
         choice = rng.random()
         if choice < 0.4:
-            faults.append(WatchExpire(at=inside, resource=str(resource)))
-        elif choice < 0.7:
-            faults.append(Kill(at=inside, path=f"{INFORMERS}/{resource.plural}"))
-        else:
-            faults.append(Kill(at=inside, path=_dgd_path(rng, workload)))
-    return faults
+            return [window, WatchExpire(at=inside, resource=str(resource))]
+        if choice < 0.7:
+            return [window, Kill(at=inside, path=f"{INFORMERS}/{resource.plural}")]
+        return [window, Kill(at=inside, path=_dgd_path(rng, workload))]
+
+    return _drawn("stale-state", seed, workload, writes, (1, 2), stale_window)
 
 
 def random_faults(seed: int, workload: Workload, writes: list[Write]) -> list[Fault]:
@@ -326,6 +324,22 @@ def _adapters(workload: Workload, graph: Graph) -> list[str]:
 def _dgd_path(rng: random.Random, workload: Workload) -> str:
     graph = rng.choice(workload.graphs)
     return f"{DGDS}/{graph.ref.namespace}/{graph.ref.name}"
+
+
+def _drawn(
+    plan: Plan,
+    seed: int,
+    workload: Workload,
+    writes: list[Write],
+    times: tuple[int, int],
+    draw: Callable[[random.Random, list[float]], list[Fault]],
+) -> list[Fault]:
+    """The faults of ``times[0]`` to ``times[1]`` calls of ``draw``, in call order. Every draw comes from
+    the plan's own random source (seeded with the plan's name and ``seed``, so one seed gives one
+    plan) and is given the instants the fault-free run changed things at (``_busy``)."""
+    rng = random.Random(f"{plan}:{seed}")
+    instants = _busy(writes, workload)
+    return [fault for _ in range(rng.randint(*times)) for fault in draw(rng, instants)]
 
 
 def _busy(writes: list[Write], workload: Workload) -> list[float]:

@@ -23,12 +23,14 @@ import asyncio
 import random
 from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
+import anyio.abc
 
 from dgd.actors.runtime import ActorSystem, ChildSpec, LoopClock, Metrics, Supervision, Supervisor
 from dgd.cluster.memory.adapter import MemoryCluster
+from dgd.cluster.memory.store import Change
 from dgd.cluster.protocol import Cluster
 from dgd.messages.config import OperatorConfig
 from dgd.sim.clock import EPOCH
@@ -49,6 +51,8 @@ SETTLE = 1e-6
 
 #: What the operator's actors are built from: its client of the cluster.
 OperatorFactory = Callable[[Cluster], Sequence[ChildSpec[Any]]]
+
+_T = TypeVar("_T")
 
 
 class SimulatedCluster:
@@ -83,20 +87,17 @@ class SimulatedCluster:
     @property
     def cluster(self) -> MemoryCluster:
         """The operator's client of the API server (``.faults`` are its own)."""
-        assert self._cluster is not None, "enter the SimulatedCluster first"
-        return self._cluster
+        return _entered(self._cluster)
 
     @property
     def system(self) -> ActorSystem:
         """The actor system running the world models (and the operator, if one was given)."""
-        assert self._system is not None, "enter the SimulatedCluster first"
-        return self._system
+        return _entered(self._system)
 
     @property
     def discovery(self) -> Discovery:
         """The API groups the cluster serves."""
-        assert self._discovery is not None, "enter the SimulatedCluster first"
-        return self._discovery
+        return _entered(self._discovery)
 
     @property
     def settings(self) -> WorldSettings:
@@ -105,8 +106,7 @@ class SimulatedCluster:
 
     def now(self) -> float:
         """Cluster time: seconds since the Unix epoch (``EPOCH`` when the block was entered)."""
-        assert self._loop is not None, "enter the SimulatedCluster first"
-        return EPOCH + self._loop.time() - self._start
+        return EPOCH + _entered(self._loop).time() - self._start
 
     def elapsed(self) -> float:
         """Seconds of cluster time since the block was entered."""
@@ -146,6 +146,20 @@ class SimulatedCluster:
     def kill(self, path: str) -> bool:
         """Crash the actor at ``path`` (e.g. ``GROVE``); its supervisor restarts it."""
         return self.system.kill(path)
+
+    def observe(self, group: anyio.abc.TaskGroup, listener: Callable[[Change], None]) -> None:
+        """Call ``listener`` with every change the API server stores from now on, as
+        ``MemoryCluster.observe`` does (synchronously, in resourceVersion order), until ``group`` is
+        cancelled. Returns at once: the first change it can hear is the next one stored."""
+        stop = self.cluster.observe(listener)
+
+        async def listen() -> None:
+            try:
+                await anyio.sleep_forever()
+            finally:
+                stop()
+
+        group.start_soon(listen)
 
     # -- lifetime --------------------------------------------------------------------------------
 
@@ -191,3 +205,9 @@ class SimulatedCluster:
             specs.append(spec("grove", GroveController))
         specs += [spec("dcd", DCDController), spec("checkpoints", CheckpointController)]
         return Supervisor(specs, Supervision(intensity=20, period=60.0))
+
+
+def _entered(value: _T | None) -> _T:
+    """``value``, set once the ``SimulatedCluster`` has been entered."""
+    assert value is not None, "enter the SimulatedCluster first"
+    return value

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import anyio
 import anyio.abc
 import msgspec
 
@@ -166,15 +165,7 @@ class Expectations:
                 key = (str(resource), metadata.get("namespace"), str(metadata.get("name")))
                 if key in self._keys:
                     self._objects[key] = obj
-        stop = self._sim.cluster.observe(self._hear)
-
-        async def listen() -> None:
-            try:
-                await anyio.sleep_forever()
-            finally:
-                stop()
-
-        group.start_soon(listen)
+        self._sim.observe(group, self._hear)
 
     def begin(self, line: int, expect: Expect) -> None:
         """Decide ``expect`` now, or (with ``by``) open it until it holds or its deadline."""

@@ -34,7 +34,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import anyio
 import anyio.abc
 import msgspec
 
@@ -140,15 +139,7 @@ class Invariants:
         """Learn what exists now, then hear every change until ``group`` is cancelled."""
         for obj in self._sim.cluster.snapshot():
             self._learn(obj)
-        stop = self._sim.cluster.observe(self._hear)
-
-        async def listen() -> None:
-            try:
-                await anyio.sleep_forever()
-            finally:
-                stop()
-
-        group.start_soon(listen)
+        self._sim.observe(group, self._hear)
 
     def check(self) -> None:
         """Judge every change heard since the last call, oldest first."""

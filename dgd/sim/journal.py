@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections import Counter
 
-import anyio
 import anyio.abc
 
 from dgd.cluster.memory.faults import Delay, FaultRule, Request
@@ -70,15 +69,7 @@ class Journal:
     async def start(self, group: anyio.abc.TaskGroup) -> None:
         """Begin counting and listening; stop when ``group`` is cancelled."""
         self._sim.cluster.faults.rules.insert(0, self._calls)
-        stop = self._sim.cluster.observe(self._hear)
-
-        async def listen() -> None:
-            try:
-                await anyio.sleep_forever()
-            finally:
-                stop()
-
-        group.start_soon(listen)
+        self._sim.observe(group, self._hear)
 
     # Hearing.
 

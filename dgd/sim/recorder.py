@@ -26,7 +26,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import anyio
 import anyio.abc
 import msgspec
 
@@ -86,15 +85,7 @@ class TraceRecorder:
         for obj in self._sim.cluster.snapshot():
             metadata = obj["metadata"]
             self._deleting[str(metadata.get("uid"))] = bool(metadata.get("deletionTimestamp"))
-        stop = self._sim.cluster.observe(self._hear)
-
-        async def listen() -> None:
-            try:
-                await anyio.sleep_forever()
-            finally:
-                stop()
-
-        group.start_soon(listen)
+        self._sim.observe(group, self._hear)
 
     def note(self, record: Record) -> None:
         """Keep a record the replay applied that is no stored change (a world event, a fault)."""

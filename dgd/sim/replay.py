@@ -20,9 +20,11 @@ replay does not undo it.
 
 from __future__ import annotations
 
+import functools
 import heapq
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import ParamSpec
 
 import anyio
 import msgspec
@@ -50,6 +52,9 @@ _RECORD, _END, _DEADLINE = 0, 1, 2
 
 #: Told the cluster time and the trace's end after every step.
 Progress = Callable[[float, float], None]
+
+#: The arguments of ``replay``, which ``run_replay`` takes as they are.
+_Options = ParamSpec("_Options")
 
 
 async def replay(
@@ -123,22 +128,21 @@ async def replay(
     return report
 
 
-def run_replay(
-    trace: Trace,
-    *,
-    seed: int | None = None,
-    realtime: bool = False,
-    record: Path | None = None,
-    progress: Progress | None = None,
-    bug: Callable[[], None] | None = None,
-) -> Report:
-    """``replay`` on a fresh event loop: the virtual clock, or real time with ``realtime``."""
+def _on_a_fresh_loop(replay: Callable[_Options, Awaitable[Report]]) -> Callable[_Options, Report]:
+    """``replay``, run to its end on a fresh event loop: the virtual clock, or real time when it is
+    called with ``realtime=True``."""
 
-    async def main() -> Report:
-        return await replay(trace, seed=seed, realtime=realtime, record=record, progress=progress, bug=bug)
+    def run(*args: _Options.args, **kwargs: _Options.kwargs) -> Report:
+        options = backend_options(virtual=not kwargs.get("realtime", False))
+        return anyio.run(
+            functools.partial(replay, *args, **kwargs), backend="asyncio", backend_options=options
+        )
 
-    options = backend_options(virtual=not realtime)
-    return anyio.run(main, backend="asyncio", backend_options=options)
+    return run
+
+
+#: ``replay`` on a fresh event loop (same arguments): the virtual clock, or real time with ``realtime``.
+run_replay = _on_a_fresh_loop(replay)
 
 
 def end_of(trace: Trace) -> float:

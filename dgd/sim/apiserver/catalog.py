@@ -162,10 +162,7 @@ class Catalog:
                 "kind": resource.kind,
                 "verbs": list(VERBS),
             }
-            if served.short_names:
-                entry["shortNames"] = list(served.short_names)
-            if served.categories:
-                entry["categories"] = list(served.categories)
+            entry.update(_aliases(served))
             resources.append(entry)
             for subresource, kind in _subresources(resource):
                 sub: JSONObject = {
@@ -267,6 +264,17 @@ def _subresources(resource: Resource[Any]) -> Sequence[tuple[str, tuple[str, str
     return found
 
 
+def _aliases(served: Served) -> JSONObject:
+    """The other names a served kind answers to, as discovery lists them: ``shortNames`` and
+    ``categories``, each only when it has some."""
+    aliases: JSONObject = {}
+    if served.short_names:
+        aliases["shortNames"] = list(served.short_names)
+    if served.categories:
+        aliases["categories"] = list(served.categories)
+    return aliases
+
+
 def _aggregated(served: Served) -> JSONObject:
     resource = served.resource
     entry: JSONObject = {
@@ -276,10 +284,7 @@ def _aggregated(served: Served) -> JSONObject:
         "singularResource": served.singular,
         "verbs": list(VERBS),
     }
-    if served.short_names:
-        entry["shortNames"] = list(served.short_names)
-    if served.categories:
-        entry["categories"] = list(served.categories)
+    entry.update(_aliases(served))
     subresources = [
         {
             "subresource": name,

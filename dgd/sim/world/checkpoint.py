@@ -21,14 +21,10 @@ import msgspec
 
 from dgd.cluster.errors import NotFound
 from dgd.cluster.resources import CHECKPOINT
+from dgd.domain.checkpoint import ARTIFACT_VERSION, AUTO, CHECKPOINT_ID, FINALIZER
 from dgd.messages.base import JSONObject
 from dgd.messages.timestamps import rfc3339
 from dgd.sim.world.controller import EPSILON, Nudge, Watch, WorldController, parse_time
-
-FINALIZER = "nvidia.com/finalizer"
-AUTO = "nvidia.com/dynamo-auto-checkpoint"
-ARTIFACT_VERSION = "nvidia.com/snapshot-artifact-version"
-CHECKPOINT_ID = "nvidia.com/snapshot-checkpoint-id"
 
 
 class CheckpointController(WorldController):
@@ -36,9 +32,6 @@ class CheckpointController(WorldController):
 
     def watches(self) -> Sequence[Watch]:
         return [Watch(CHECKPOINT, route=_own)]
-
-    async def roots(self) -> list[Nudge]:
-        return [_own(checkpoint) for checkpoint in (await self.cluster.list(CHECKPOINT)).items]
 
     async def reconcile(self, namespace: str | None, name: str) -> float | None:
         key = CHECKPOINT.key(namespace, name)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dgd.domain.projection import upsert_condition
 from dgd.messages.meta import Condition, ConditionStatus
 
 
@@ -15,21 +16,18 @@ def set_condition(
     now: str,
     observed_generation: int | None = None,
 ) -> list[Condition]:
-    """``conditions`` with ``type`` set (``meta.SetStatusCondition``): its ``last_transition_time`` is
-    ``now`` if the status changed or the condition is new, else kept; other conditions are kept."""
-    existing = [condition for condition in conditions or [] if condition.type == type]
-    since = existing[0].last_transition_time if existing and existing[0].status == status else now
+    """``conditions`` with ``type`` set (``meta.SetStatusCondition``), sorted by type: its
+    ``last_transition_time`` is ``now`` if the status changed or the condition is new, else kept;
+    other conditions are kept."""
     updated = Condition(
         type=type,
         status=status,
-        last_transition_time=since,
+        last_transition_time=now,
         reason=reason,
         message=message,
         observed_generation=observed_generation,
     )
-    out = [condition for condition in conditions or [] if condition.type != type]
-    out.append(updated)
-    return sorted(out, key=lambda condition: condition.type)
+    return sorted(upsert_condition(conditions, updated), key=lambda condition: condition.type)
 
 
 def without_condition(conditions: list[Condition] | None, type: str) -> list[Condition] | None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 
@@ -30,9 +30,10 @@ from dgd.actors.runtime import (
     Supervision,
     Timer,
 )
-from dgd.cluster.errors import ClusterError, Gone
+from dgd.cluster.errors import ClusterError, Gone, NotFound
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import Resource
+from dgd.messages.meta import ObjectMeta
 from dgd.messages.timestamps import Clock
 from dgd.sim.world.settings import WorldSettings
 
@@ -57,6 +58,16 @@ WorldMessage = Nudge | Resync
 
 #: Maps a watched object to the root it belongs to (``None``: not ours).
 Route = Callable[[Any], Nudge | None]
+
+
+class _Owned(Protocol):
+    """A typed object: what ``WorldController.live_root`` reads of a root."""
+
+    @property
+    def metadata(self) -> ObjectMeta: ...
+
+
+Root = TypeVar("Root", bound=_Owned)
 
 
 class Watch(msgspec.Struct, frozen=True):
@@ -134,8 +145,9 @@ class Watcher(Actor[Run]):
 
 
 class WorldController(Actor[WorldMessage]):
-    """The base of every world model (see the module): subclasses say what they watch
-    (``watches``), which resource holds their roots (``roots``) and how to ``reconcile`` one root."""
+    """The base of every world model (see the module): subclasses say what they watch (``watches``,
+    their roots' own kind first), which roots there are (``roots``, if not every object of that kind)
+    and how to ``reconcile`` one root."""
 
     mailbox = MailboxConfig(capacity=100_000, coalesce=_coalesce)
     supervision = Supervision(intensity=20, period=60.0, backoff=Backoff(initial=0.5, maximum=5.0))
@@ -156,8 +168,11 @@ class WorldController(Actor[WorldMessage]):
         raise NotImplementedError
 
     async def roots(self) -> list[Nudge]:
-        """Every root there is now (what ``Resync`` reconciles)."""
-        raise NotImplementedError
+        """Every root there is now (what ``Resync`` reconciles): by default every object of the first
+        resource ``watches`` names (the roots' own kind), routed as that watch routes it."""
+        own = self.watches()[0]
+        listed = (await self.cluster.list(own.resource, label_selector=own.label_selector)).items
+        return [nudge for nudge in map(own.route, listed) if nudge is not None]
 
     async def reconcile(self, namespace: str | None, name: str) -> float | None:
         """Bring one root's world up to date; return when to look again (cluster time) or ``None``."""
@@ -165,6 +180,29 @@ class WorldController(Actor[WorldMessage]):
 
     def children(self) -> Sequence[ChildSpec[Any]]:
         return [self._watcher(watch) for watch in self.watches()]
+
+    async def live_root(
+        self, resource: Resource[Root], namespace: str, name: str, finalizer: str
+    ) -> Root | None:
+        """The root ``namespace/name`` of ``resource``, holding ``finalizer`` (added if missing); ``None``
+        when it is gone, or being deleted: then ``finalizer`` is released at once, as the cleanup it
+        guards is instant here (the root's children go by garbage collection)."""
+        try:
+            root = await self.cluster.get(resource.key(namespace, name))
+        except NotFound:
+            return None
+        if root.metadata.deletion_timestamp:
+            await self._finalizer(resource, root, finalizer, keep=False)
+            return None
+        return await self._finalizer(resource, root, finalizer, keep=True)
+
+    async def _finalizer(self, resource: Resource[Root], root: Root, finalizer: str, *, keep: bool) -> Root:
+        finalizers = list(root.metadata.finalizers or [])
+        if (finalizer in finalizers) == keep:
+            return root
+        finalizers = [*finalizers, finalizer] if keep else [f for f in finalizers if f != finalizer]
+        key = resource.key(root.metadata.namespace, root.metadata.name or "")
+        return await self.cluster.patch(key, {"metadata": {"finalizers": finalizers or None}})
 
     def _watcher(self, watch: Watch) -> ChildSpec[Any]:
         # A watcher's loop never returns to its mailbox: it is stopped by cancelling it.

@@ -28,6 +28,7 @@ from dgd.cluster.errors import NotFound
 from dgd.cluster.resources import DCD, POD
 from dgd.domain.metadata_keys import COMPONENT_TYPE, DYNAMO_NAMESPACE, SELECTOR, WORKER_HASH
 from dgd.domain.render.dcd import workload_annotations
+from dgd.domain.rollout import DEFAULT_BOUND, MAX_SURGE, MAX_UNAVAILABLE, STRATEGY
 from dgd.messages.base import JSONObject
 from dgd.messages.dcd import API_VERSION, KIND, DCDStatus, DynamoComponentDeployment
 from dgd.messages.dgd import ComponentKind, ComponentReplicaStatus
@@ -47,9 +48,6 @@ from dgd.sim.world.pods import (
 )
 
 FINALIZER = "nvidia.com/finalizer"
-STRATEGY = "nvidia.com/deployment-strategy"
-MAX_SURGE = "nvidia.com/deployment-rolling-update-max-surge"
-MAX_UNAVAILABLE = "nvidia.com/deployment-rolling-update-max-unavailable"
 #: The label a Deployment's pods carry: the hash of the template they were made from.
 TEMPLATE_HASH = "pod-template-hash"
 
@@ -60,19 +58,11 @@ class DCDController(WorldController):
     def watches(self) -> Sequence[Watch]:
         return [Watch(DCD, route=_own), Watch(POD, route=_owner, label_selector=SELECTOR)]
 
-    async def roots(self) -> list[Nudge]:
-        return [_own(dcd) for dcd in (await self.cluster.list(DCD)).items]
-
     async def reconcile(self, namespace: str | None, name: str) -> float | None:
         assert namespace is not None
-        try:
-            dcd = await self.cluster.get(DCD.key(namespace, name))
-        except NotFound:
+        dcd = await self.live_root(DCD, namespace, name, FINALIZER)
+        if dcd is None:
             return None
-        if dcd.metadata.deletion_timestamp:
-            await self._finalizer(dcd, keep=False)
-            return None
-        dcd = await self._finalizer(dcd, keep=True)
         current = template_hash(dcd)
 
         # Pods: the Deployment's rollout, read back once if anything changed.
@@ -95,14 +85,6 @@ class DCDController(WorldController):
         selector = f"{SELECTOR}={dcd.metadata.name}"
         listed = await self.cluster.list(POD, namespace=dcd.metadata.namespace, label_selector=selector)
         return [pod for pod in listed.items if owned_by(pod, dcd.metadata.uid)]
-
-    async def _finalizer(self, dcd: DynamoComponentDeployment, *, keep: bool) -> DynamoComponentDeployment:
-        finalizers = list(dcd.metadata.finalizers or [])
-        if (FINALIZER in finalizers) == keep:
-            return dcd
-        finalizers = [*finalizers, FINALIZER] if keep else [f for f in finalizers if f != FINALIZER]
-        key = DCD.key(dcd.metadata.namespace, dcd.metadata.name or "")
-        return await self.cluster.patch(key, {"metadata": {"finalizers": finalizers or None}})
 
 
 def template_hash(dcd: DynamoComponentDeployment) -> str:
@@ -133,8 +115,8 @@ def plan_rollout(
         missing = 0 if old or draining else max(desired - len(new), 0)
         return old + excess, missing
 
-    surge = _scaled(annotations.get(MAX_SURGE, "25%"), desired, math.ceil)
-    unavailable = _scaled(annotations.get(MAX_UNAVAILABLE, "25%"), desired, math.floor)
+    surge = _scaled(annotations.get(MAX_SURGE, DEFAULT_BOUND), desired, math.ceil)
+    unavailable = _scaled(annotations.get(MAX_UNAVAILABLE, DEFAULT_BOUND), desired, math.floor)
     if surge == 0 and unavailable == 0:
         unavailable = 1
     missing = max(min(desired - len(new), desired + surge - len(active)), 0)

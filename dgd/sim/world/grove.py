@@ -61,20 +61,12 @@ class GroveController(WorldController):
             Watch(POD, route=_part_of, label_selector=GROVE_SELECTOR),
         ]
 
-    async def roots(self) -> list[Nudge]:
-        return [_own(pcs) for pcs in (await self.cluster.list(PCS)).items]
-
     async def reconcile(self, namespace: str | None, name: str) -> float | None:
         assert namespace is not None
-        try:
-            pcs = await self.cluster.get(PCS.key(namespace, name))
-        except NotFound:
-            return None
         # A set being deleted: let it go; garbage collection takes its children.
-        if pcs.metadata.deletion_timestamp:
-            await self._finalizer(pcs, keep=False)
+        pcs = await self.live_root(PCS, namespace, name, SET_FINALIZER)
+        if pcs is None:
             return None
-        pcs = await self._finalizer(pcs, keep=True)
         now, set_hash = rfc3339(self.clock()), generation_hash(pcs)
         selector = f"{PART_OF}={name},{GROVE_SELECTOR}"
 
@@ -105,14 +97,6 @@ class GroveController(WorldController):
         if status != pcs.status:
             await self.cluster.replace_status(PCS, msgspec.structs.replace(pcs, status=status))
         return None
-
-    async def _finalizer(self, pcs: PodCliqueSet, *, keep: bool) -> PodCliqueSet:
-        finalizers = list(pcs.metadata.finalizers or [])
-        if (SET_FINALIZER in finalizers) == keep:
-            return pcs
-        finalizers = [*finalizers, SET_FINALIZER] if keep else [f for f in finalizers if f != SET_FINALIZER]
-        patch = {"metadata": {"finalizers": finalizers or None}}
-        return await self.cluster.patch(PCS.key(pcs.metadata.namespace, pcs.metadata.name or ""), patch)
 
     async def _sync(
         self, resource: Resource[Child], wanted: Sequence[Child], have: Sequence[Child]
