@@ -29,7 +29,7 @@ from dgd.actors.runtime import ActorSystem, ChildSpec, LoopClock, Supervision, S
 from dgd.cluster.errors import ClusterError, NotFound
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.proxy import ClusterProxy
-from dgd.cluster.resources import CHECKPOINT, DCD, Resource
+from dgd.cluster.resources import CHECKPOINT, DCD, NODE, Resource
 from dgd.cluster.retry import RetryingCluster
 from dgd.messages.timestamps import wall_clock
 from dgd.sim import WorldSettings
@@ -38,6 +38,7 @@ from dgd.sim.world.checkpoint import CheckpointController
 from dgd.sim.world.controller import WorldController
 from dgd.sim.world.dcd import DCDController
 from dgd.sim.world.grove import GroveController
+from dgd.sim.world.node import NodeHeartbeat
 from dgd.sim.world.pods import PodLifecycle
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -192,7 +193,11 @@ async def _main(args: argparse.Namespace, chosen: WorldSettings) -> int:
 
 async def _controllers(cluster: Cluster, served: list[str]) -> list[tuple[str, type[WorldController]]]:
     """The world models whose APIs the cluster serves, in the simulation's order."""
-    found: list[tuple[str, type[WorldController]]] = [("pods", PodLifecycle)]
+    # The node first: a real control plane deletes pods bound to a node that does not exist.
+    found: list[tuple[str, type[WorldController]]] = []
+    if await _serves(cluster, NODE):
+        found.append(("node", NodeHeartbeat))
+    found.append(("pods", PodLifecycle))
     if any(gv.startswith("grove.io/") for gv in served):
         found.append(("grove", GroveController))
     for name, kind, resource in (

@@ -165,6 +165,8 @@ CLUSTER_ROLE = _raw(
 )
 INGRESS = _raw("networking.k8s.io/v1", "Ingress", "ingresses", status=True)
 LEASE = _raw("coordination.k8s.io/v1", "Lease", "leases")
+#: Only ``sim world`` writes Nodes: the simulated kubelet's node, on a real cluster without kubelets.
+NODE = _raw("v1", "Node", "nodes", namespaced=False, status=True)
 
 #: Every kind the operator and the simulation touch.
 DEFAULT_RESOURCES: tuple[Resource[Any], ...] = (
