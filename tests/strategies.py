@@ -98,16 +98,34 @@ _non_epp_types = st.sampled_from([t for t in COMPONENT_TYPES if t != "epp"])
 _backends = st.sampled_from(BACKEND_FRAMEWORKS)
 
 
+#: The optional fields of a main container, a DGD's metadata and its spec, and how each is drawn.
+_OPTIONAL_IN_MAIN: dict[str, st.SearchStrategy[Any]] = {
+    "env": env_vars,
+    "args": _args,
+    "resources": _gpus.map(lambda n: {"limits": {"nvidia.com/gpu": n}}),
+}
+_OPTIONAL_IN_METADATA: dict[str, st.SearchStrategy[Any]] = {
+    "namespace": dns_labels,
+    "labels": label_maps,
+    "annotations": annotation_maps,
+}
+_OPTIONAL_IN_SPEC: dict[str, st.SearchStrategy[Any]] = {
+    "backendFramework": _backends,
+    "env": env_vars,
+    "labels": label_maps,
+    "annotations": annotation_maps,
+}
+
+
+def _some_of(draw: st.DrawFn, fields: dict[str, st.SearchStrategy[Any]]) -> Document:
+    """Each of ``fields``, drawn from its strategy, or left out on the toss of a coin."""
+    return {key: draw(strategy) for key, strategy in fields.items() if draw(_coin)}
+
+
 @st.composite
 def pod_templates(draw: st.DrawFn) -> Document:
     """A pod template with a ``main`` container that has an image, and sometimes a sidecar."""
-    main: Document = {"name": "main", "image": draw(_images)}
-    if draw(_coin):
-        main["env"] = draw(env_vars)
-    if draw(_coin):
-        main["args"] = draw(_args)
-    if draw(_coin):
-        main["resources"] = {"limits": {"nvidia.com/gpu": draw(_gpus)}}
+    main: Document = {"name": "main", "image": draw(_images), **_some_of(draw, _OPTIONAL_IN_MAIN)}
     containers = [main]
     if draw(_coin):
         containers.insert(draw(_coin.map(int)), {"name": "sidecar", "image": "busybox:1.36"})
@@ -173,20 +191,6 @@ def component_lists(draw: st.DrawFn) -> list[Document]:
 @st.composite
 def valid_dgds(draw: st.DrawFn) -> Document:
     """A v1beta1 DGD that admission accepts as a create on the Grove pathway."""
-    metadata: Document = {"name": draw(dgd_names)}
-    if draw(_coin):
-        metadata["namespace"] = draw(dns_labels)
-    if draw(_coin):
-        metadata["labels"] = draw(label_maps)
-    if draw(_coin):
-        metadata["annotations"] = draw(annotation_maps)
-    spec: Document = {"components": draw(component_lists())}
-    if draw(_coin):
-        spec["backendFramework"] = draw(_backends)
-    if draw(_coin):
-        spec["env"] = draw(env_vars)
-    if draw(_coin):
-        spec["labels"] = draw(label_maps)
-    if draw(_coin):
-        spec["annotations"] = draw(annotation_maps)
+    metadata: Document = {"name": draw(dgd_names), **_some_of(draw, _OPTIONAL_IN_METADATA)}
+    spec: Document = {"components": draw(component_lists()), **_some_of(draw, _OPTIONAL_IN_SPEC)}
     return {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": spec}

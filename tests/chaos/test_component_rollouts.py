@@ -29,11 +29,11 @@ from typing import Any
 import anyio
 import pytest
 
-from dgd.actors.tree import DGDS
 from dgd.cluster.errors import ServerError
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import DCD, DGD, EVENT
 from dgd.sim import WorldSettings
+from tests.chaos.helpers import all_successful, kill_at_random
 from tests.scenarios.grove.stage import NS, Stage, on_stage, upstream
 
 pytestmark = pytest.mark.anyio
@@ -105,24 +105,6 @@ class Record:
                     self.completed.setdefault(name, anyio.current_time())
 
 
-async def kill_at_random(
-    stage: Stage, rng: random.Random, every: float, kills: list[tuple[float, str]]
-) -> None:
-    """Kill one running DGD actor or DGD child every ``every`` seconds of cluster time, forever;
-    ``kills`` gets (loop time, path) of each."""
-    while True:
-        await anyio.sleep(every * (0.5 + rng.random()))
-        paths = [
-            info.path
-            for info in stage.sim.system.tree()
-            if info.path.startswith(f"{DGDS}/") and info.state == "running"
-        ]
-        if paths:
-            victim = rng.choice(sorted(paths))
-            if stage.sim.kill(victim):
-                kills.append((anyio.current_time(), victim))
-
-
 async def new_worker_image(stage: Stage, name: str) -> None:
     """The user's edit: every worker component on ``NEW_IMAGE`` (read-modify-replace)."""
     raw = DGD.as_raw()
@@ -176,13 +158,7 @@ async def test_component_rollouts_converge_while_actors_are_killed_and_nothing_h
             # and thirty Component-pathway graphs, successful
             names = [await stage.apply(component_graph(index)) for index in range(GRAPHS)]
 
-            async def all_successful() -> bool:
-                listed = (await observer.list(DGD, namespace=NS)).items
-                return len(listed) == GRAPHS and all(
-                    d.status is not None and d.status.state == "successful" for d in listed
-                )
-
-            await stage.sim.until(all_successful, timeout=600)
+            await stage.sim.until(all_successful(observer, GRAPHS), timeout=600)
             hashes_before = {
                 d.metadata.name or "": (d.metadata.annotations or {})[CURRENT_HASH]
                 for d in (await observer.list(DGD, namespace=NS)).items

@@ -17,7 +17,6 @@ from typing import Any
 import anyio
 import pytest
 
-from dgd.actors.tree import DGDS
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import (
     CONFIG_MAP,
@@ -31,7 +30,8 @@ from dgd.cluster.resources import (
     Resource,
 )
 from dgd.sim import WorldSettings
-from tests.scenarios.grove.stage import NS, Stage, on_stage, upstream
+from tests.chaos.helpers import all_successful, kill_at_random
+from tests.scenarios.grove.stage import NS, on_stage, upstream
 
 pytestmark = pytest.mark.anyio
 
@@ -79,25 +79,10 @@ class Record:
                     )
 
 
-async def kill_at_random(stage: Stage, rng: random.Random, every: float, kills: list[str]) -> None:
-    """Kill one running DGD actor or DGD child every ``every`` seconds of cluster time, forever."""
-    while True:
-        await anyio.sleep(every * (0.5 + rng.random()))
-        paths = [
-            info.path
-            for info in stage.sim.system.tree()
-            if info.path.startswith(f"{DGDS}/") and info.state == "running"
-        ]
-        if paths:
-            victim = rng.choice(sorted(paths))
-            if stage.sim.kill(victim):
-                kills.append(victim)
-
-
 async def test_fifty_dgds_converge_while_actors_are_killed_and_nothing_happens_twice() -> None:
     rng = random.Random(2026)
     record = Record()
-    kills: list[str] = []
+    kills: list[tuple[float, str]] = []
     # Slow pods (two minutes to ready) leave time for many kills.
     async with on_stage(WorldSettings(ready_delay=120.0), seed=11) as stage:
         observer = stage.sim.cluster.client()
@@ -116,14 +101,7 @@ async def test_fifty_dgds_converge_while_actors_are_killed_and_nothing_happens_t
                 names.append(await stage.apply(document))
             async with anyio.create_task_group() as chaos:
                 chaos.start_soon(kill_at_random, stage, rng, 1.5, kills)
-
-                async def all_successful() -> bool:
-                    listed = (await observer.list(DGD, namespace=NS)).items
-                    return len(listed) == 50 and all(
-                        d.status is not None and d.status.state == "successful" for d in listed
-                    )
-
-                elapsed = await stage.sim.until(all_successful, timeout=3600)
+                elapsed = await stage.sim.until(all_successful(observer, 50), timeout=3600)
                 chaos.cancel_scope.cancel()
 
             # and the cluster is left alone for a while after the last kill

@@ -49,27 +49,36 @@ def ticking_clock(start: float = EPOCH) -> Callable[[], float]:
     return lambda: start + next(ticks)
 
 
+#: How the memory server behind every adapter is configured.
+HISTORY_SIZE, WATCH_BUFFER, BOOKMARK_INTERVAL = 64, 32, 0.02
+
+
 def memory_server() -> MemoryCluster:
     return MemoryCluster(
         clock=ticking_clock(),
         rng=random.Random(20260101),
-        history_size=64,
-        watch_buffer=32,
-        bookmark_interval=0.02,
+        history_size=HISTORY_SIZE,
+        watch_buffer=WATCH_BUFFER,
+        bookmark_interval=BOOKMARK_INTERVAL,
+    )
+
+
+def harness_on(cluster: Cluster, server: MemoryCluster) -> Harness:
+    """``cluster`` under test, with the knobs of the memory ``server`` behind it."""
+    return Harness(
+        cluster=cluster,
+        faults=server.faults,
+        compact=server.compact,
+        history_size=HISTORY_SIZE,
+        watch_buffer=WATCH_BUFFER,
+        bookmark_interval=BOOKMARK_INTERVAL,
     )
 
 
 @asynccontextmanager
 async def memory_adapter() -> AsyncIterator[Harness]:
     cluster = memory_server()
-    yield Harness(
-        cluster=cluster,
-        faults=cluster.faults,
-        compact=cluster.compact,
-        history_size=64,
-        watch_buffer=32,
-        bookmark_interval=0.02,
-    )
+    yield harness_on(cluster, cluster)
 
 
 @asynccontextmanager
@@ -77,15 +86,8 @@ async def kube_adapter() -> AsyncIterator[Harness]:
     server = memory_server()
     async with serve(Facade(server)) as url:
         api = ApiClient(Configuration(host=url))
-        async with KubeCluster(api, qps=None, watch_buffer=32, rng=random.Random(7)) as cluster:
-            yield Harness(
-                cluster=cluster,
-                faults=server.faults,
-                compact=server.compact,
-                history_size=64,
-                watch_buffer=32,
-                bookmark_interval=0.02,
-            )
+        async with KubeCluster(api, qps=None, watch_buffer=WATCH_BUFFER, rng=random.Random(7)) as cluster:
+            yield harness_on(cluster, server)
 
 
 #: Every adapter the suite runs against, by id.

@@ -7,13 +7,14 @@ A real API server collects asynchronously, so these tests observe the end state 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import anyio
 import pytest
 
 from dgd.cluster.errors import Invalid, NotFound
 from dgd.cluster.protocol import Cluster
-from dgd.cluster.resources import CONFIG_MAP, DGD
+from dgd.cluster.resources import CONFIG_MAP, DGD, Resource
 from tests.conformance.builders import NS, config_map, dgd, owner
 
 pytestmark = pytest.mark.anyio
@@ -30,10 +31,12 @@ async def eventually(check: Callable[[], Awaitable[bool]], attempts: int = 200) 
     return False
 
 
-def gone(cluster: Cluster, name: str) -> Callable[[], Awaitable[bool]]:
+def gone(cluster: Cluster, name: str, resource: Resource[Any] = CONFIG_MAP) -> Callable[[], Awaitable[bool]]:
+    """Whether the ``resource`` called ``name`` is gone (a ConfigMap unless said otherwise)."""
+
     async def check() -> bool:
         try:
-            await cluster.get(CONFIG_MAP.key(NS, name))
+            await cluster.get(resource.key(NS, name))
         except NotFound:
             return True
         return False
@@ -89,14 +92,7 @@ async def test_foreground_deletion_waits_for_blocking_dependents(cluster: Cluste
     assert blocker["metadata"].get("deletionTimestamp") is not None
     assert await eventually(gone(cluster, "blocker"))
 
-    async def owner_gone() -> bool:
-        try:
-            await cluster.get(DGD.key(NS, "graph"))
-        except NotFound:
-            return True
-        return False
-
-    assert await eventually(owner_gone)
+    assert await eventually(gone(cluster, "graph", DGD))
 
 
 async def test_foreground_deletion_is_not_held_by_non_blocking_dependents(cluster: Cluster) -> None:
@@ -108,14 +104,7 @@ async def test_foreground_deletion_is_not_held_by_non_blocking_dependents(cluste
 
     await cluster.delete(DGD.key(NS, "graph"), propagation="Foreground")
 
-    async def owner_gone() -> bool:
-        try:
-            await cluster.get(DGD.key(NS, "graph"))
-        except NotFound:
-            return True
-        return False
-
-    assert await eventually(owner_gone)
+    assert await eventually(gone(cluster, "graph", DGD))
     lagging = await cluster.get(CONFIG_MAP.key(NS, "lagging"))
     assert lagging["metadata"].get("deletionTimestamp") is not None
 

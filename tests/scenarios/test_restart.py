@@ -12,13 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import msgspec
 import pytest
 
-from dgd.cluster.errors import Conflict
-from dgd.cluster.resources import DGD, POD
+from dgd.cluster.resources import POD
 from dgd.messages.dgd import DynamoGraphDeployment, RestartStatus
-from tests.scenarios.grove.stage import NS, Stage, on_stage, upstream
+from tests.scenarios.graphs import on_pathway, set_image, set_replicas
+from tests.scenarios.grove.stage import NS, Edit, Stage, on_stage, upstream
 
 pytestmark = pytest.mark.anyio
 
@@ -27,30 +26,16 @@ PATHWAYS = ("grove", "component")
 COMPONENTS = ("Frontend", "VllmDecodeWorker", "VllmPrefillWorker")
 
 
-def graph(pathway: str) -> dict[str, Any]:
-    document = upstream(DISAGG)
-    if pathway == "component":
-        document["metadata"]["annotations"] = {"nvidia.com/enable-grove": "false"}
-    return document
+async def successful_graph(stage: Stage, pathway: str) -> str:
+    """Apply the disaggregated graph on ``pathway``; its name, once it is successful."""
+    name = await stage.apply(on_pathway(upstream(DISAGG), pathway))
+    await stage.until_state(name, "successful")
+    return name
 
 
-async def edit(stage: Stage, name: str, change: Callable[[dict[str, Any]], None]) -> None:
-    while True:
-        dgd = await stage.dgd(name)
-        spec = msgspec.to_builtins(dgd.spec)
-        change(spec)
-        try:
-            await stage.user.replace(
-                DGD, msgspec.structs.replace(dgd, spec=msgspec.convert(spec, type(dgd.spec)))
-            )
-            return
-        except Conflict:
-            continue
-
-
-def request(restart: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
-    def change(spec: dict[str, Any]) -> None:
-        spec["restart"] = restart
+def request(restart: dict[str, Any]) -> Edit:
+    def change(document: dict[str, Any]) -> None:
+        document["spec"]["restart"] = restart
 
     return change
 
@@ -103,13 +88,12 @@ def completed(restart_id: str) -> Callable[[DynamoGraphDeployment], bool]:
 async def test_a_sequential_restart_follows_its_order_and_replaces_every_pod(pathway: str) -> None:
     async with on_stage() as stage:
         # given the disaggregated graph, successful
-        name = await stage.apply(graph(pathway))
-        await stage.until_state(name, "successful")
+        name = await successful_graph(stage, pathway)
         before = await pods(stage)
 
         # when a restart is requested in a chosen order
         order = ["VllmPrefillWorker", "Frontend", "VllmDecodeWorker"]
-        await edit(stage, name, request({"id": "r1", "strategy": {"type": "Sequential", "order": order}}))
+        await stage.edit(name, request({"id": "r1", "strategy": {"type": "Sequential", "order": order}}))
         seen = await progression(stage, name, completed("r1"))
 
         # then the components restarted one after the other, in that order, and the graph is back
@@ -125,10 +109,9 @@ async def test_a_sequential_restart_follows_its_order_and_replaces_every_pod(pat
 @pytest.mark.parametrize("pathway", PATHWAYS)
 async def test_a_sequential_restart_without_an_order_goes_alphabetically(pathway: str) -> None:
     async with on_stage() as stage:
-        name = await stage.apply(graph(pathway))
-        await stage.until_state(name, "successful")
+        name = await successful_graph(stage, pathway)
 
-        await edit(stage, name, request({"id": "r1"}))
+        await stage.edit(name, request({"id": "r1"}))
         seen = await progression(stage, name, completed("r1"))
 
         restarting = [value[2] for value in seen if value[1] == "Restarting"]
@@ -138,11 +121,10 @@ async def test_a_sequential_restart_without_an_order_goes_alphabetically(pathway
 @pytest.mark.parametrize("pathway", PATHWAYS)
 async def test_a_parallel_restart_restarts_every_component_at_once(pathway: str) -> None:
     async with on_stage() as stage:
-        name = await stage.apply(graph(pathway))
-        await stage.until_state(name, "successful")
+        name = await successful_graph(stage, pathway)
         before = await pods(stage)
 
-        await edit(stage, name, request({"id": "p1", "strategy": {"type": "Parallel"}}))
+        await stage.edit(name, request({"id": "p1", "strategy": {"type": "Parallel"}}))
         seen = await progression(stage, name, completed("p1"))
 
         # then all components were in progress together first, and all pods were replaced
@@ -156,24 +138,15 @@ async def test_a_parallel_restart_restarts_every_component_at_once(pathway: str)
 async def test_a_restart_id_that_does_not_change_never_rolls_pods_again(pathway: str) -> None:
     async with on_stage() as stage:
         # given a graph restarted once, and settled
-        name = await stage.apply(graph(pathway))
-        await stage.until_state(name, "successful")
-        await edit(stage, name, request({"id": "r1", "strategy": {"type": "Parallel"}}))
+        name = await successful_graph(stage, pathway)
+        await stage.edit(name, request({"id": "r1", "strategy": {"type": "Parallel"}}))
         await progression(stage, name, completed("r1"))
         await stage.sim.run_for(60)
         settled = await pods(stage)
 
         # when the spec changes elsewhere (the frontend scaled), and a resync passes
-        def scale(spec: dict[str, Any]) -> None:
-            next(c for c in spec["components"] if c["name"] == "Frontend")["replicas"] = 2
-
-        await edit(stage, name, scale)
-        await stage.until(
-            name,
-            lambda d: (
-                d.status is not None and d.status.observed_generation == 3 and d.status.state == "successful"
-            ),
-        )
+        await stage.edit(name, set_replicas("Frontend", 2))
+        await stage.until_successful(name, 3)
         await stage.sim.run_for(900)
 
         # then no pod of the restarted components was replaced, and the restart stays Completed
@@ -189,16 +162,9 @@ async def test_a_restart_id_that_does_not_change_never_rolls_pods_again(pathway:
 async def test_a_restart_requested_during_a_rollout_is_superseded_once() -> None:
     async with on_stage() as stage:
         # given a graph on the Component pathway, a worker rollout under way
-        name = await stage.apply(graph("component"))
-        await stage.until_state(name, "successful")
+        name = await successful_graph(stage, "component")
 
-        def new_image(spec: dict[str, Any]) -> None:
-            worker = next(c for c in spec["components"] if c["name"] == "VllmDecodeWorker")
-            worker["podTemplate"]["spec"]["containers"][0]["image"] = (
-                "nvcr.io/nvidia/ai-dynamo/vllm-runtime:v2"
-            )
-
-        await edit(stage, name, new_image)
+        await stage.edit(name, set_image("VllmDecodeWorker", "nvcr.io/nvidia/ai-dynamo/vllm-runtime:v2"))
         await stage.until(
             name,
             lambda d: d.status is not None and d.status.rolling_update is not None
@@ -206,7 +172,7 @@ async def test_a_restart_requested_during_a_rollout_is_superseded_once() -> None
         )  # fmt: skip
 
         # when a restart is requested meanwhile
-        await edit(stage, name, request({"id": "r1"}))
+        await stage.edit(name, request({"id": "r1"}))
         await stage.until(
             name,
             lambda d: d.status is not None and d.status.state == "successful"

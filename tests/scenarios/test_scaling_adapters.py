@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 import msgspec
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from dgd.cluster.errors import Conflict
@@ -31,14 +31,13 @@ from dgd.cluster.resources import DCD, DGD, DGDSA, EVENT, PCLQ, POD, Resource
 from dgd.messages.dgdsa import DynamoGraphDeploymentScalingAdapter as Adapter
 from dgd.sim import EPOCH
 from dgd.sim.clock import backend_options
-from tests.scenarios.grove.stage import NS, Stage, on_stage, upstream
+from tests.scenarios.graphs import component_of, on_pathway, set_replicas
+from tests.scenarios.grove.stage import NS, Edit, Stage, on_stage, scenario_settings, upstream
 
 AGG = "ai-dynamo-dynamo/examples/backends/vllm/deploy/agg.yaml"
 PATHWAYS = ("grove", "component")
 WORKER = "VllmDecodeWorker"
 RAW_DGD = DGD.as_raw()
-
-Edit = Callable[[dict[str, Any]], None]
 
 
 # The graph, its adapter and its worker's workload.
@@ -46,22 +45,12 @@ Edit = Callable[[dict[str, Any]], None]
 
 def graph(pathway: str, replicas: int | None = None) -> dict[str, Any]:
     """The aggregated vLLM graph on ``pathway``, its worker asking for a scaling adapter."""
-    document = upstream(AGG)
-    if pathway == "component":
-        document["metadata"]["annotations"] = {"nvidia.com/enable-grove": "false"}
-    worker = worker_of(document)
+    document = on_pathway(upstream(AGG), pathway)
+    worker = component_of(document, WORKER)
     worker["scalingAdapter"] = {}
     if replicas is not None:
         worker["replicas"] = replicas
     return document
-
-
-def worker_of(document: dict[str, Any]) -> dict[str, Any]:
-    return next(c for c in document["spec"]["components"] if c["name"] == WORKER)
-
-
-def frontend_of(document: dict[str, Any]) -> dict[str, Any]:
-    return next(c for c in document["spec"]["components"] if c["name"] == "Frontend")
 
 
 def adapter_name(name: str) -> str:
@@ -86,21 +75,9 @@ async def scale(client: Cluster, name: str, replicas: int) -> None:
             continue
 
 
-async def edit(stage: Stage, name: str, change: Edit) -> None:
-    """Read-modify-replace the raw DGD as a user would (again on a conflict)."""
-    while True:
-        document = await stage.user.get(RAW_DGD.key(NS, name))
-        change(document)
-        try:
-            await stage.user.replace(RAW_DGD, document)
-            return
-        except Conflict:
-            continue
-
-
 def dgd_replicas(document: dict[str, Any]) -> int:
     """The worker's replicas in a raw DGD (default 1)."""
-    replicas = worker_of(document).get("replicas")
+    replicas = component_of(document, WORKER).get("replicas")
     return 1 if replicas is None else int(replicas)
 
 
@@ -379,16 +356,9 @@ steps = st.lists(
 
 def set_frontend_env(value: int) -> Edit:
     def change(document: dict[str, Any]) -> None:
-        container = frontend_of(document)["podTemplate"]["spec"]["containers"][0]
+        container = component_of(document, "Frontend")["podTemplate"]["spec"]["containers"][0]
         env = [e for e in container.get("env") or [] if e["name"] != "SCENARIO_EDIT"]
         container["env"] = [*env, {"name": "SCENARIO_EDIT", "value": str(value)}]
-
-    return change
-
-
-def set_frontend_replicas(value: int) -> Edit:
-    def change(document: dict[str, Any]) -> None:
-        frontend_of(document)["replicas"] = value
 
     return change
 
@@ -398,13 +368,6 @@ def annotate(value: int) -> Edit:
 
     def change(document: dict[str, Any]) -> None:
         document["metadata"].setdefault("annotations", {})["example.com/note"] = str(value)
-
-    return change
-
-
-def set_worker_replicas(value: int) -> Edit:
-    def change(document: dict[str, Any]) -> None:
-        worker_of(document)["replicas"] = value
 
     return change
 
@@ -440,14 +403,14 @@ async def play(pathway: str, seed: int, latency: float, plan: list[Step]) -> Out
                     expected = value
                     asked.add(value)
                 elif kind == "direct":
-                    await edit(stage, name, set_worker_replicas(value))
+                    await stage.edit(name, set_replicas(WORKER, value))
                     asked.add(value)
                 elif kind == "frontend-env":
-                    await edit(stage, name, set_frontend_env(value))
+                    await stage.edit(name, set_frontend_env(value))
                 elif kind == "frontend-replicas":
-                    await edit(stage, name, set_frontend_replicas(value))
+                    await stage.edit(name, set_replicas("Frontend", value))
                 elif kind == "annotate":
-                    await edit(stage, name, annotate(value))
+                    await stage.edit(name, annotate(value))
                 else:
                     await stage.sim.run_for(value)
 
@@ -470,13 +433,7 @@ async def play(pathway: str, seed: int, latency: float, plan: list[Step]) -> Out
 
 
 @pytest.mark.parametrize("pathway", PATHWAYS)
-@settings(
-    max_examples=120,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@scenario_settings(max_examples=120)
 @given(seed=st.integers(1, 3), latency=st.sampled_from((0.0, 0.05)), plan=steps)
 def test_the_adapter_owns_the_replicas_whatever_the_interleaving(
     pathway: str, seed: int, latency: float, plan: list[Step]

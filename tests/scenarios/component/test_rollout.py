@@ -20,11 +20,11 @@ import anyio
 import msgspec
 import pytest
 
-from dgd.cluster.errors import Conflict
-from dgd.cluster.resources import DCD, DGD, POD
+from dgd.cluster.resources import DCD, POD
 from dgd.messages.dgd import DynamoGraphDeployment
 from dgd.sim import WorldSettings
-from tests.scenarios.grove.stage import NS, Stage, on_stage, upstream
+from tests.scenarios import graphs
+from tests.scenarios.grove.stage import NS, Edit, Stage, on_stage, upstream
 
 pytestmark = pytest.mark.anyio
 
@@ -65,8 +65,7 @@ class Snapshot(msgspec.Struct, frozen=True):
 
 def agg(replicas: int = 4, annotations: dict[str, str] | None = None) -> dict[str, Any]:
     """The aggregated vLLM graph on the Component pathway, its worker at ``replicas``."""
-    document = upstream(AGG)
-    document["metadata"]["annotations"] = {"nvidia.com/enable-grove": "false"}
+    document = graphs.on_pathway(upstream(AGG), "component")
     for component in document["spec"]["components"]:
         if component["name"] == WORKER:
             component["replicas"] = replicas
@@ -75,39 +74,9 @@ def agg(replicas: int = 4, annotations: dict[str, str] | None = None) -> dict[st
     return document
 
 
-async def edit(stage: Stage, name: str, change: Callable[[dict[str, Any]], None]) -> None:
-    """Read-modify-write the DGD's spec as a user would (again on a conflict)."""
-    while True:
-        dgd = await stage.dgd(name)
-        spec = msgspec.to_builtins(dgd.spec)
-        change(spec)
-        try:
-            await stage.user.replace(
-                DGD, msgspec.structs.replace(dgd, spec=msgspec.convert(spec, type(dgd.spec)))
-            )
-            return
-        except Conflict:
-            continue
-
-
-def worker(spec: dict[str, Any]) -> dict[str, Any]:
-    return next(c for c in spec["components"] if c["name"] == WORKER)
-
-
-def set_image(tag: str) -> Callable[[dict[str, Any]], None]:
-    def change(spec: dict[str, Any]) -> None:
-        worker(spec)["podTemplate"]["spec"]["containers"][0]["image"] = (
-            f"nvcr.io/nvidia/ai-dynamo/vllm-runtime:{tag}"
-        )
-
-    return change
-
-
-def set_replicas(count: int) -> Callable[[dict[str, Any]], None]:
-    def change(spec: dict[str, Any]) -> None:
-        worker(spec)["replicas"] = count
-
-    return change
+def set_image(tag: str) -> Edit:
+    """The worker on the vLLM runtime image tagged ``tag``."""
+    return graphs.set_image(WORKER, f"nvcr.io/nvidia/ai-dynamo/vllm-runtime:{tag}")
 
 
 async def snapshot(stage: Stage, name: str) -> Snapshot:
@@ -209,7 +178,7 @@ async def test_an_image_change_rolls_the_worker_and_succeeds_only_once_the_old_d
 
         # when the worker's image changes
         async with timeline(stage, name) as seen:
-            await edit(stage, name, set_image("v2"))
+            await stage.edit(name, set_image("v2"))
             await stage.until(name, rolled(old_hash), timeout=1200)
             await stage.sim.run_for(5)
 
@@ -283,16 +252,11 @@ async def test_a_replicas_edit_never_starts_a_rollout() -> None:
         name, worker_hash = await started(stage, agg(replicas=2))
 
         # when the worker is scaled to three
-        await edit(stage, name, set_replicas(3))
-        await stage.until(
+        await stage.edit(name, graphs.set_replicas(WORKER, 3))
+        await stage.until_successful(
             name,
-            lambda d: (
-                d.status is not None
-                and d.status.observed_generation == 2
-                and d.status.state == "successful"
-                and d.status.components is not None
-                and d.status.components[WORKER].ready_replicas == 3
-            ),
+            2,
+            lambda status: status.components is not None and status.components[WORKER].ready_replicas == 3,
         )
 
         # then the same worker DCD was scaled: no rollout, no new generation
@@ -313,7 +277,7 @@ async def test_recreate_starts_the_new_pods_only_after_every_old_pod_ended() -> 
 
         # when the worker's image changes
         async with timeline(stage, name) as seen:
-            await edit(stage, name, set_image("v2"))
+            await stage.edit(name, set_image("v2"))
             await stage.until(name, rolled(old_hash), timeout=1200)
 
         # then whenever the new generation was asked for a replica, every old pod had ended
@@ -334,7 +298,7 @@ async def test_a_revert_mid_rollout_keeps_serving_from_the_reverted_generation()
         # given the graph with four worker replicas, successful, and a rollout to a new image under way
         name, old_hash = await started(stage, agg(replicas=4))
         async with timeline(stage, name) as seen:
-            await edit(stage, name, set_image("v2"))
+            await stage.edit(name, set_image("v2"))
             await stage.until(
                 name,
                 lambda d: d.status is not None and d.status.rolling_update is not None
@@ -343,13 +307,8 @@ async def test_a_revert_mid_rollout_keeps_serving_from_the_reverted_generation()
             await stage.sim.run_for(70)
 
             # when the user reverts to the original image
-            await edit(stage, name, set_image("my-tag"))
-            await stage.until(
-                name,
-                lambda d: d.status is not None and d.status.observed_generation == 3
-                and d.status.state == "successful",
-                timeout=1200,
-            )  # fmt: skip
+            await stage.edit(name, set_image("my-tag"))
+            await stage.until_successful(name, 3, timeout=1200)
             await stage.sim.run_for(5)
 
         # then the original generation is the only one left, at four ready replicas
@@ -371,7 +330,7 @@ async def test_a_rollout_stuck_past_its_deadline_fails_naming_what_it_waits_for_
         await stage.sim.reconfigure(WorldSettings(capacity=3))
 
         # when the worker's image changes, and its new pod cannot be scheduled for half an hour
-        await edit(stage, name, set_image("v2"))
+        await stage.edit(name, set_image("v2"))
         waited = await stage.until_state(name, "failed", timeout=3600)
 
         # then the rollout failed at the deadline, saying what it waits for
@@ -404,12 +363,12 @@ async def test_a_new_worker_spec_after_a_failed_rollout_starts_a_fresh_one() -> 
         # given a rollout that failed at its deadline for want of room
         name, old_hash = await started(stage, agg(replicas=2))
         await stage.sim.reconfigure(WorldSettings(capacity=3))
-        await edit(stage, name, set_image("v2"))
+        await stage.edit(name, set_image("v2"))
         await stage.until_state(name, "failed", timeout=3600)
         failed_at = (await stage.dgd(name)).status.rolling_update.start_time  # type: ignore[union-attr]
 
         # when the user fixes the image (a new worker spec) and room arrives
-        await edit(stage, name, set_image("v3"))
+        await stage.edit(name, set_image("v3"))
         await stage.until(
             name,
             lambda d: d.status is not None and d.status.observed_generation == 3
@@ -431,32 +390,15 @@ async def test_a_new_worker_spec_after_a_failed_rollout_starts_a_fresh_one() -> 
 
 
 async def test_a_multinode_graph_rolls_natively_with_one_warning() -> None:
-    lws = WorldSettings(
-        served_groups=(
-            *WorldSettings().served_groups,
-            "leaderworkerset.x-k8s.io/v1",
-            "scheduling.volcano.sh/v1beta1",
-        )
-    )
-    async with on_stage(lws) as stage:
+    async with on_stage(graphs.WITH_LWS) as stage:
         # given a multinode graph on the Component pathway (LeaderWorkerSet served), successful
         document = upstream("ai-dynamo-dynamo/examples/backends/vllm/deploy/disagg-multinode.yaml")
-        document["metadata"]["annotations"] = {"nvidia.com/enable-grove": "false"}
+        graphs.on_pathway(document, "component")
         name, old_hash = await started(stage, document)
 
         # when a worker's image changes
-        def change(spec: dict[str, Any]) -> None:
-            decode = next(c for c in spec["components"] if c["name"] == "decode")
-            decode["podTemplate"]["spec"]["containers"][0]["image"] = (
-                "nvcr.io/nvidia/ai-dynamo/vllm-runtime:v2"
-            )
-
-        await edit(stage, name, change)
-        await stage.until(
-            name,
-            lambda d: d.status is not None and d.status.observed_generation == 2
-            and d.status.state == "successful",
-        )  # fmt: skip
+        await stage.edit(name, graphs.set_image("decode", "nvcr.io/nvidia/ai-dynamo/vllm-runtime:v2"))
+        await stage.until_successful(name, 2)
         await stage.sim.run_for(600)
 
         # then the new hash is recorded at once, no managed rollout runs, and one Warning says so
@@ -464,14 +406,7 @@ async def test_a_multinode_graph_rolls_natively_with_one_warning() -> None:
         assert (dgd.metadata.annotations or {})[HASH] != old_hash
         assert dgd.status is not None and dgd.status.rolling_update is None
         warnings = [e for e in await stage.events(name) if e[0] == "Warning"]
-        assert warnings == [
-            (
-                "Warning",
-                "RollingUpdateNotSupported",
-                "Worker spec changed but custom rolling updates are not supported for Grove/multinode "
-                "deployments",
-            )
-        ]
+        assert warnings == [graphs.ROLLING_UPDATE_NOT_SUPPORTED]
 
 
 def _squeeze(values: list[Any]) -> list[Any]:

@@ -25,23 +25,22 @@ run is the same every time. The last test is a counterexample the property found
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from dgd.cluster.errors import Conflict
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import DCD, DGD, POD, Resource
 from dgd.sim import WorldSettings
 from dgd.sim.clock import run
-from tests.scenarios.grove.stage import NS, Stage, on_stage, v1beta1
+from tests.scenarios.graphs import component_of, on_pathway, set_image, set_replicas
+from tests.scenarios.grove.stage import NS, Stage, on_stage, scenario_settings, v1beta1
 
 EXAMPLE = Path(__file__).parents[3] / "examples" / "agg.yaml"
 RAW_DGD = DGD.as_raw()
@@ -59,7 +58,6 @@ BOUNDS = ("25%", "1", "0", "50%")
 CONVERGENCE = 1800.0
 
 Action = tuple[str, Any]
-Edit = Callable[[dict[str, Any]], None]
 
 
 # The scenario: what hypothesis draws.
@@ -95,18 +93,14 @@ scenarios = st.builds(
 def manifest(scenario: Scenario) -> dict[str, Any]:
     with EXAMPLE.open(encoding="utf-8") as f:
         document = yaml.safe_load(f)
-    document["metadata"]["annotations"] = {"nvidia.com/enable-grove": "false"}
+    on_pathway(document, "component")
     document["spec"]["annotations"] = {SURGE: scenario.surge, UNAVAILABLE: scenario.unavailable}
-    worker = worker_of(document)
+    worker = component_of(document, WORKER)
     # Replica edits are the user's, on the DGD: no scaling adapter owns the worker's replicas.
     worker.pop("scalingAdapter", None)
     worker["replicas"] = scenario.replicas
     worker["podTemplate"]["spec"]["containers"][0]["image"] = f"{IMAGE}:{TAGS[0]}"
     return v1beta1(document)
-
-
-def worker_of(document: dict[str, Any]) -> dict[str, Any]:
-    return next(c for c in document["spec"]["components"] if c["name"] == WORKER)
 
 
 # The oracle: the rollout bounds as dgd-domain §12.4 states them.
@@ -197,7 +191,7 @@ def look(cluster: MemoryCluster, name: str) -> View:
             pods.append((labels.get(SELECTOR, ""), ready, terminating))
     status = dgd.get("status") or {}
     return View(
-        d=worker_of(dgd).get("replicas", 1),
+        d=component_of(dgd, WORKER).get("replicas", 1),
         generation=dgd["metadata"]["generation"],
         observed=status.get("observedGeneration") or 0,
         state=status.get("state") or "",
@@ -317,32 +311,6 @@ async def watch(monitor: Monitor, cluster: Cluster, resource: Resource[Any]) -> 
 # The user.
 
 
-async def edit(stage: Stage, name: str, change: Edit) -> int:
-    """Read-modify-replace the DGD until no conflict; returns the generation written."""
-    while True:
-        document = await stage.user.get(RAW_DGD.key(NS, name))
-        change(document)
-        try:
-            written = await stage.user.replace(RAW_DGD, document)
-        except Conflict:
-            continue
-        return int(written["metadata"]["generation"])
-
-
-def set_image(image: str) -> Edit:
-    def change(document: dict[str, Any]) -> None:
-        worker_of(document)["podTemplate"]["spec"]["containers"][0]["image"] = image
-
-    return change
-
-
-def set_replicas(replicas: int) -> Edit:
-    def change(document: dict[str, Any]) -> None:
-        worker_of(document)["replicas"] = replicas
-
-    return change
-
-
 def converged(view: View) -> bool:
     """(d): successful on its generation, no rollout in flight, one worker DCD of the recorded hash."""
     return (
@@ -371,10 +339,10 @@ async def play(scenario: Scenario) -> list[str]:
                 if kind in ("image", "revert"):
                     image = f"{IMAGE}:{value}" if kind == "image" else images[-2 if len(images) > 1 else -1]
                     images.append(image)
-                    await edit(stage, name, set_image(image))
+                    await stage.edit(name, set_image(WORKER, image))
                 elif kind == "scale":
                     monitor.before_scale(value)
-                    monitor.after_scale(await edit(stage, name, set_replicas(value)))
+                    monitor.after_scale(await stage.edit(name, set_replicas(WORKER, value)))
                 else:
                     await stage.sim.reconfigure(WorldSettings(capacity=value))
                 await stage.sim.run_for(wait)
@@ -393,13 +361,7 @@ async def play(scenario: Scenario) -> list[str]:
     return monitor.violations
 
 
-@settings(
-    max_examples=250,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@scenario_settings(max_examples=250)
 @given(scenario=scenarios)
 def test_a_rollout_keeps_its_surge_and_availability_bounds_and_converges(scenario: Scenario) -> None:
     # given a Component-pathway graph, when the user acts on it (see the module)

@@ -15,10 +15,12 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import yaml
+from hypothesis import HealthCheck, settings
 
 from dgd.actors.reconciler import Nudge
 from dgd.actors.runtime import Ref
 from dgd.actors.tree import DGDS, operator_children
+from dgd.cluster.errors import Conflict
 from dgd.cluster.memory.faults import Delay, FaultRule
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import DGD, EVENT
@@ -26,11 +28,16 @@ from dgd.domain.conversion.dgd import dgd_to_v1beta1
 from dgd.domain.gates import effective_config, resolve_gates, served_apis
 from dgd.domain.render.ssh_keys import rsa_key_pair
 from dgd.messages.config import OperatorConfig
-from dgd.messages.dgd import DynamoGraphDeployment
+from dgd.messages.dgd import DGDStatus, DynamoGraphDeployment
+from dgd.messages.meta import Condition
 from dgd.sim import SimulatedCluster, WorldSettings
 from tests.upstream import UPSTREAM
 
 NS = "default"
+RAW_DGD = DGD.as_raw()
+
+#: A change a user makes to a raw DGD document.
+Edit = Callable[[dict[str, Any]], None]
 
 
 def upstream(path: str) -> dict[str, Any]:
@@ -50,6 +57,18 @@ def v1beta1(document: dict[str, Any]) -> dict[str, Any]:
         document = dgd_to_v1beta1(document)
     document["metadata"]["namespace"] = document["metadata"].get("namespace") or NS
     return document
+
+
+def scenario_settings(max_examples: int) -> settings:
+    """Hypothesis settings for a property whose examples are scenarios on the simulated cluster: the
+    same examples on every run (derandomized, no example database), no deadline, slow draws allowed."""
+    return settings(
+        max_examples=max_examples,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
 
 
 class Stage:
@@ -74,6 +93,12 @@ class Stage:
     async def dgd(self, name: str, namespace: str = NS) -> DynamoGraphDeployment:
         return await self.sim.cluster.get(DGD.key(namespace, name))
 
+    async def ready(self, name: str, namespace: str = NS) -> Condition:
+        """The DGD's Ready condition (its first)."""
+        dgd = await self.dgd(name, namespace)
+        assert dgd.status is not None and dgd.status.conditions, f"{name} has no conditions"
+        return dgd.status.conditions[0]
+
     async def until(
         self, name: str, check: Callable[[DynamoGraphDeployment], bool], *, timeout: float = 600.0
     ) -> float:
@@ -88,6 +113,39 @@ class Stage:
         return await self.until(
             name, lambda d: d.status is not None and d.status.state == state, timeout=timeout
         )
+
+    async def until_successful(
+        self,
+        name: str,
+        generation: int,
+        check: Callable[[DGDStatus], bool] = lambda status: True,
+        *,
+        timeout: float = 600.0,
+    ) -> float:
+        """Cluster seconds until the DGD ``name`` is ``successful`` having observed ``generation``, and
+        ``check`` holds of its status."""
+
+        def holds(dgd: DynamoGraphDeployment) -> bool:
+            status = dgd.status
+            return (
+                status is not None
+                and status.observed_generation == generation
+                and status.state == "successful"
+                and check(status)
+            )
+
+        return await self.until(name, holds, timeout=timeout)
+
+    async def edit(self, name: str, change: Edit, namespace: str = NS) -> int:
+        """Read-modify-replace the raw DGD as a user would (again on a conflict); the generation written."""
+        while True:
+            document = await self.user.get(RAW_DGD.key(namespace, name))
+            change(document)
+            try:
+                written = await self.user.replace(RAW_DGD, document)
+            except Conflict:
+                continue
+            return int(written["metadata"]["generation"])
 
     async def events(self, name: str, namespace: str = NS) -> list[tuple[str, str, str]]:
         """(type, reason, note) of every event about the DGD ``name``, in the order recorded."""

@@ -3,13 +3,14 @@ refusals, and a silent steady state."""
 
 from __future__ import annotations
 
-import msgspec
 import pytest
 
 from dgd.cluster.errors import Conflict, NotFound
 from dgd.cluster.resources import DGD, PCLQ, PCS, POD, ROLE, SERVICE
+from dgd.messages.dgd import DynamoGraphDeployment
 from dgd.messages.meta import Condition
 from dgd.sim import ClusterTopology, WorldSettings
+from tests.scenarios.graphs import ROLLING_UPDATE_NOT_SUPPORTED, set_image, set_replicas
 from tests.scenarios.grove.stage import NS, on_stage, upstream
 
 pytestmark = pytest.mark.anyio
@@ -30,20 +31,8 @@ async def test_a_replicas_edit_goes_through_the_scale_subresource_never_through_
         pcs_before = await stage.user.get(PCS.key(NS, name))
 
         # when the user scales the worker to three
-        dgd = await stage.dgd(name)
-        components = [
-            msgspec.structs.replace(c, replicas=3) if c.name == "VllmDecodeWorker" else c
-            for c in dgd.spec.components or []
-        ]
-        await stage.user.replace(
-            DGD, msgspec.structs.replace(dgd, spec=msgspec.structs.replace(dgd.spec, components=components))
-        )
-        await stage.until(
-            name,
-            lambda d: (
-                d.status is not None and d.status.observed_generation == 2 and d.status.state == "successful"
-            ),
-        )
+        await stage.edit(name, set_replicas("VllmDecodeWorker", 3))
+        await stage.until_successful(name, 2)
 
         # then the PodClique runs three pods, and the PodCliqueSet was not written at all
         clique = await stage.user.get(PCLQ.key(NS, f"{name}-0-vllmdecodeworker"))
@@ -80,6 +69,12 @@ async def test_a_capacity_shortage_is_insufficient_capacity_until_room_arrives()
         await stage.until_state(name, "successful")
 
 
+def topology_is_false(dgd: DynamoGraphDeployment) -> bool:
+    """The DGD's second condition, TopologyLevelsAvailable, is False."""
+    conditions = (dgd.status.conditions if dgd.status is not None else None) or []
+    return len(conditions) == 2 and conditions[1].status == "False"
+
+
 def packed(topology: str, domain: str) -> dict[str, object]:
     document = upstream(AGG)
     document["spec"]["topologyConstraint"] = {"clusterTopologyName": topology, "packDomain": domain}
@@ -93,14 +88,7 @@ async def test_an_unavailable_topology_level_gives_exactly_one_warning_after_the
         name = await stage.apply(packed("gpu-fabric", "rack"))
 
         # when Grove has reported on its PodCliqueSet and many reconciles followed
-        await stage.until(
-            name,
-            lambda d: (
-                d.status is not None
-                and len(d.status.conditions or []) == 2
-                and d.status.conditions[1].status == "False"
-            ),
-        )
+        await stage.until(name, topology_is_false)
         for _ in range(10):
             stage.nudge(name)
             await stage.sim.run_for(1)
@@ -132,14 +120,7 @@ async def test_a_missing_cluster_topology_is_reported_as_definition_not_found() 
         name = await stage.apply(packed("nowhere", "rack"))
 
         # then the condition and its one warning say the definition is missing
-        await stage.until(
-            name,
-            lambda d: (
-                d.status is not None
-                and len(d.status.conditions or []) == 2
-                and d.status.conditions[1].status == "False"
-            ),
-        )
+        await stage.until(name, topology_is_false)
         dgd = await stage.dgd(name)
         assert dgd.status is not None and dgd.status.conditions is not None
         assert dgd.status.conditions[1].reason == "TopologyDefinitionNotFound"
@@ -243,21 +224,13 @@ async def test_a_worker_spec_change_is_rolled_by_grove_with_one_warning_and_a_na
         old_hash = (before.metadata.annotations or {})["nvidia.com/current-worker-hash-v2"]
 
         # when the worker's image changes
-        spec = msgspec.to_builtins(before.spec)
-        worker = next(c for c in spec["components"] if c["name"] == "VllmDecodeWorker")
-        worker["podTemplate"]["spec"]["containers"][0]["image"] = (
-            "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.1"
-        )
-        edited = msgspec.structs.replace(before, spec=msgspec.convert(spec, type(before.spec)))
-        await stage.user.replace(DGD, edited)
-        await stage.until(
+        await stage.edit(name, set_image("VllmDecodeWorker", "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.1"))
+        await stage.until_successful(
             name,
-            lambda d: (
-                d.status is not None
-                and d.status.observed_generation == 2
-                and d.status.state == "successful"
-                and d.status.components is not None
-                and not (d.status.components["VllmDecodeWorker"].runtime_namespace or "").endswith(old_hash)
+            2,
+            lambda status: (
+                status.components is not None
+                and not (status.components["VllmDecodeWorker"].runtime_namespace or "").endswith(old_hash)
             ),
         )
 
@@ -270,14 +243,7 @@ async def test_a_worker_spec_change_is_rolled_by_grove_with_one_warning_and_a_na
         assert after.status.components["VllmDecodeWorker"].runtime_namespace == f"{NS}-{name}-{new_hash}"
         assert after.status.components["Frontend"].runtime_namespace == f"{NS}-{name}"
         warnings = [e for e in await stage.events(name) if e[0] == "Warning"]
-        assert warnings == [
-            (
-                "Warning",
-                "RollingUpdateNotSupported",
-                "Worker spec changed but custom rolling updates are not supported for Grove/multinode "
-                "deployments",
-            )
-        ]
+        assert warnings == [ROLLING_UPDATE_NOT_SUPPORTED]
         pcs = await stage.user.get(PCS.key(NS, name))
         worker_clique = next(c for c in pcs.spec.template.cliques if c.name == "vllmdecodeworker")
         assert (worker_clique.labels or {})["nvidia.com/dynamo-worker-hash"] == new_hash

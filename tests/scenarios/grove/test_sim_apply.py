@@ -10,11 +10,19 @@ from dgd.cli import main
 
 ROOT = Path(__file__).resolve().parents[3]
 MANIFESTS = Path(__file__).parent / "manifests"
+AGG = ROOT / "examples" / "agg.yaml"
+
+
+def edited_agg(tmp_path: Path, old: str, new: str) -> str:
+    """The aggregated example with ``old`` replaced by ``new``, written to a file; its path."""
+    path = tmp_path / "dgd.yaml"
+    path.write_text(AGG.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
+    return str(path)
 
 
 def test_apply_until_ready_exits_0_once_the_example_is_successful(capsys: pytest.CaptureFixture[str]) -> None:
     # given the aggregated example `make run` uses; when it is applied until ready
-    code = main(["sim", "apply", str(ROOT / "examples" / "agg.yaml"), "--until-ready"])
+    code = main(["sim", "apply", str(AGG), "--until-ready"])
 
     # then the table ends successful, the final status and events are printed, and the exit code is 0
     out = capsys.readouterr().out
@@ -36,17 +44,11 @@ def test_a_graph_that_cannot_become_ready_exits_1_naming_its_reason(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # given a graph asking for checkpoints from an operator configured without them
-    manifest = tmp_path / "checkpoint.yaml"
-    text = (ROOT / "examples" / "agg.yaml").read_text(encoding="utf-8")
-    manifest.write_text(
-        text.replace(
-            "      replicas: 2\n",
-            "      replicas: 2\n      experimental:\n        checkpoint:\n          enabled: true\n",
-        )
-    )
+    checkpoint = "      experimental:\n        checkpoint:\n          enabled: true\n"
+    manifest = edited_agg(tmp_path, "      replicas: 2\n", "      replicas: 2\n" + checkpoint)
 
     # when it is applied until ready, with a short timeout
-    code = main(["sim", "apply", str(manifest), "--until-ready", "--timeout", "120"])
+    code = main(["sim", "apply", manifest, "--until-ready", "--timeout", "120"])
 
     # then the command fails and says why
     err = capsys.readouterr().err
@@ -59,7 +61,7 @@ def test_a_graph_that_cannot_become_ready_exits_1_naming_its_reason(
 
 
 def test_a_graph_still_pending_at_the_timeout_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["sim", "apply", str(ROOT / "examples" / "agg.yaml"), "--until-ready", "--timeout", "10"])
+    code = main(["sim", "apply", str(AGG), "--until-ready", "--timeout", "10"])
     err = capsys.readouterr().err
     assert code == 1
     assert "default/demo-agg is pending after 10s: pods_not_ready: Resources not ready: demo-agg:" in err
@@ -98,7 +100,7 @@ def test_a_gate_turned_on_for_an_api_the_cluster_lacks_stops_the_operator(
     config.write_text("orchestrators:\n  lws:\n    enabled: true\n", encoding="utf-8")
 
     # when the operator is started with it
-    code = main(["sim", "apply", str(ROOT / "examples" / "agg.yaml"), "--config", str(config)])
+    code = main(["sim", "apply", str(AGG), "--config", str(config)])
 
     # then it refuses to start, naming the key and the API
     assert code == 1
@@ -112,14 +114,10 @@ def test_an_input_the_simulated_api_server_refuses_exits_1_with_its_reason(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # given the example with a template placeholder left as its namespace
-    manifest = tmp_path / "dgd.yaml"
-    text = (ROOT / "examples" / "agg.yaml").read_text(encoding="utf-8")
-    manifest.write_text(
-        text.replace("  name: demo-agg\n", "  name: demo-agg\n  namespace: <your-namespace>\n")
-    )
+    manifest = edited_agg(tmp_path, "  name: demo-agg\n", "  name: demo-agg\n  namespace: <your-namespace>\n")
 
     # when it is applied on the simulated cluster
-    code = main(["sim", "apply", str(manifest), "--until-ready"])
+    code = main(["sim", "apply", manifest, "--until-ready"])
 
     # then the command fails with the API server's reason, not a traceback
     err = capsys.readouterr().err

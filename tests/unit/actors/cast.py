@@ -2,25 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import msgspec
 import pytest
+from anyio.abc import TaskGroup
 
 from dgd.actors.runtime import (
     NO_BACKOFF,
     Actor,
     ActorSystem,
     ChildSpec,
+    Ref,
     Request,
     Restart,
     Strategy,
     Supervision,
     Supervisor,
+    settle,
 )
+
+E = TypeVar("E", bound=BaseException)
 
 #: Wall-clock seconds after which a test is failed as hung: a guard, never a timing assertion.
 HANG_GUARD = 30.0
@@ -188,3 +193,23 @@ async def running(children: Sequence[ChildSpec[Any]], **options: Any) -> AsyncIt
     with anyio.fail_after(HANG_GUARD):
         async with ActorSystem(children, **options) as system:
             yield system
+
+
+@asynccontextmanager
+async def held_busy(ref: Ref[Any], journal: Journal) -> AsyncIterator[TaskGroup]:
+    """A task group in which the worker at ``ref`` is busy on a :class:`Wait`, handling nothing else,
+    until the journal's gate opens (at the latest when the block ends)."""
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ref.ask, Wait())
+        await settle()
+        try:
+            yield tg
+        finally:
+            journal.gate.set()
+
+
+async def failing(call: Awaitable[object], expected: type[E], failures: list[E]) -> None:
+    """Await ``call``, which must fail with ``expected``; the error goes to ``failures``."""
+    with pytest.raises(expected) as raised:
+        await call
+    failures.append(raised.value)

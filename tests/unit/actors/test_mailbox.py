@@ -22,7 +22,7 @@ from dgd.actors.runtime import (
     settle,
 )
 
-from .cast import BOTH_LOOPS, Add, GetTotal, Journal, Total, Wait, Worker, running
+from .cast import BOTH_LOOPS, Add, GetTotal, Journal, Total, Wait, Worker, failing, held_busy, running
 
 pytestmark = pytest.mark.anyio
 
@@ -41,16 +41,13 @@ async def test_fail_policy_refuses_a_tell_to_a_full_mailbox_at_once() -> None:
     journal = Journal()
     async with running([ChildSpec("w", lambda: TwoOrFail(journal))]) as system:
         ref = system.ref("/w")
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(ref.ask, Wait())
-            await settle()
+        async with held_busy(ref, journal):
             await ref.tell(Add(1))
             await ref.tell(Add(2))
 
             # When a third message is told
             with pytest.raises(MailboxFull) as refused:
                 await ref.tell(Add(3))
-            journal.gate.set()
 
         # Then it was refused with the capacity, and only the first two were handled
         assert refused.value.capacity == 2
@@ -68,9 +65,7 @@ async def test_block_policy_holds_senders_until_there_is_room_and_admits_them_in
             await ref.tell(Add(n))
             done.append(n)
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(ref.ask, Wait())
-            await settle()
+        async with held_busy(ref, journal) as tg:
             await ref.tell(Add(1))
 
             # When two more senders tell it something, one after the other
@@ -100,9 +95,7 @@ async def test_an_ask_to_a_full_blocking_mailbox_waits_for_room_like_a_tell() ->
         async def ask() -> None:
             replies.append(await ref.ask(GetTotal()))
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(ref.ask, Wait())
-            await settle()
+        async with held_busy(ref, journal) as tg:
             await ref.tell(Add(1))
 
             # When it is asked
@@ -122,18 +115,9 @@ async def test_block_policy_gives_up_after_the_block_timeout() -> None:
     outcome: list[BaseException] = []
     async with running([ChildSpec("w", lambda: OneOrWait(journal))], clock=clock) as system:
         ref = system.ref("/w")
-
-        async def send() -> None:
-            try:
-                await ref.tell(Add(2))
-            except MailboxFull as error:
-                outcome.append(error)
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(ref.ask, Wait())
-            await settle()
+        async with held_busy(ref, journal) as tg:
             await ref.tell(Add(1))
-            tg.start_soon(send)
+            tg.start_soon(failing, ref.tell(Add(2)), MailboxFull, outcome)
 
             # When the block timeout (2s) passes without room
             await clock.advance(1.9)
@@ -142,7 +126,6 @@ async def test_block_policy_gives_up_after_the_block_timeout() -> None:
 
             # Then the sender got MailboxFull, and its message is not handled later
             assert len(outcome) == 1
-            journal.gate.set()
 
         assert await ref.ask(GetTotal()) == Total(1, (1,))
 
@@ -152,15 +135,12 @@ async def test_tell_nowait_refuses_a_full_mailbox_whatever_the_policy() -> None:
     journal = Journal()
     async with running([ChildSpec("w", lambda: OneOrWait(journal))]) as system:
         ref = system.ref("/w")
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(ref.ask, Wait())
-            await settle()
+        async with held_busy(ref, journal):
             ref.tell_nowait(Add(1))
 
             # When a sender tells without waiting
             with pytest.raises(MailboxFull):
                 ref.tell_nowait(Add(2))
-            journal.gate.set()
 
 
 async def test_senders_waiting_for_room_are_released_when_the_actor_dies() -> None:

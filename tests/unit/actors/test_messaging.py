@@ -40,8 +40,9 @@ from .cast import (
     Journal,
     Total,
     Unrelated,
-    Wait,
     WrongReply,
+    failing,
+    held_busy,
     immediate,
     running,
     worker,
@@ -133,17 +134,10 @@ async def test_asks_queued_behind_a_crash_fail_at_once_and_queued_tells_are_dead
     outcomes: list[BaseException] = []
     async with running([worker("w", journal)], clock=clock) as system:
         ref = system.ref("/w")
-
-        async def ask(request: Hang | GetTotal) -> None:
-            try:
-                await ref.ask(request, timeout=60)
-            except ActorCrashed as error:
-                outcomes.append(error)
-
         async with anyio.create_task_group() as tg:
-            tg.start_soon(ask, Hang())
+            tg.start_soon(failing, ref.ask(Hang(), timeout=60), ActorCrashed, outcomes)
             await settle()
-            tg.start_soon(ask, GetTotal())
+            tg.start_soon(failing, ref.ask(GetTotal(), timeout=60), ActorCrashed, outcomes)
             await settle()
             await ref.tell(Add(1))
             await ref.tell(Add(2))
@@ -166,15 +160,8 @@ async def test_an_ask_times_out_on_the_system_clock() -> None:
     outcome: list[BaseException] = []
     async with running([worker("w", journal, shutdown=0)], clock=clock) as system:
         ref = system.ref("/w")
-
-        async def ask() -> None:
-            try:
-                await ref.ask(Hang(), timeout=5)
-            except AskTimeout as error:
-                outcome.append(error)
-
         async with anyio.create_task_group() as tg:
-            tg.start_soon(ask)
+            tg.start_soon(failing, ref.ask(Hang(), timeout=5), AskTimeout, outcome)
 
             # When 4.9 seconds pass, the ask still waits
             await clock.advance(4.9)
@@ -196,23 +183,13 @@ async def test_a_request_whose_asker_gave_up_is_not_delivered() -> None:
     outcome: list[BaseException] = []
     async with running([worker("w", journal)], clock=clock) as system:
         ref = system.ref("/w")
-
-        async def ask_to_crash() -> None:
-            try:
-                await ref.ask(CrashWhileAsked(), timeout=1)
-            except AskTimeout as error:
-                outcome.append(error)
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(ref.ask, Wait())
-            await settle()
+        async with held_busy(ref, journal) as tg:
             await ref.tell(Add(1))
 
             # When a request queued behind them times out before the worker reaches it
-            tg.start_soon(ask_to_crash)
+            tg.start_soon(failing, ref.ask(CrashWhileAsked(), timeout=1), AskTimeout, outcome)
             await clock.advance(1)
             assert len(outcome) == 1
-            journal.gate.set()
 
         # Then the worker never handled it (it would have crashed), but handled the tell before it
         assert await ref.ask(GetTotal()) == Total(1, (1,))

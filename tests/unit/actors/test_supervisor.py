@@ -32,6 +32,7 @@ from .cast import (
     Journal,
     Total,
     Worker,
+    WorkerMessage,
     immediate,
     running,
     supervisor,
@@ -243,11 +244,16 @@ async def test_the_root_past_its_intensity_fails_the_whole_system() -> None:
     assert set(asyncio_tasks()) == tasks_before
 
 
+def restarts_fail_twice(journal: Journal) -> ChildSpec[WorkerMessage]:
+    """A worker ``w`` that starts, then fails the next two starts (its restarts), then starts again."""
+    attempts = iter([False, True, True, False])
+    return ChildSpec("w", lambda: Worker(journal, start_fails=next(attempts)))
+
+
 async def test_a_restart_that_fails_to_start_counts_as_another_failure() -> None:
     # Given a worker whose next two starts fail, under a supervisor allowing 3 restarts
     journal = Journal()
-    attempts = iter([False, True, True, False])
-    spec = ChildSpec("w", lambda: Worker(journal, start_fails=next(attempts)))
+    spec = restarts_fail_twice(journal)
     metrics = CountingMetrics()
     clock = ManualClock()
     async with running([spec], clock=clock, metrics=metrics, supervision=immediate(intensity=3)) as system:
@@ -264,8 +270,7 @@ async def test_a_restart_that_fails_to_start_counts_as_another_failure() -> None
 async def test_failing_restarts_beyond_the_intensity_escalate() -> None:
     # Given the same worker (its next two starts fail) under a nested supervisor allowing 2 restarts
     journal = Journal()
-    attempts = iter([False, True, True, False])
-    spec = ChildSpec("w", lambda: Worker(journal, start_fails=next(attempts)))
+    spec = restarts_fail_twice(journal)
     nested = ChildSpec("sup", lambda: Supervisor([spec], immediate(intensity=2)))
     metrics = CountingMetrics()
     clock = ManualClock()

@@ -34,6 +34,7 @@ from .cast import (
     Journal,
     Total,
     Worker,
+    failing,
     immediate,
     running,
     supervisor,
@@ -221,15 +222,9 @@ async def test_a_killed_actor_fails_its_pending_asks_with_killed_as_the_cause() 
     journal = Journal()
     failures: list[ActorCrashed] = []
     async with running([worker("w", journal)], supervision=immediate()) as system:
-
-        async def ask() -> None:
-            try:
-                await system.ref("/w").ask(Hang())
-            except ActorCrashed as error:
-                failures.append(error)
-
+        ref = system.ref("/w")
         async with anyio.create_task_group() as tg:
-            tg.start_soon(ask)
+            tg.start_soon(failing, ref.ask(Hang()), ActorCrashed, failures)
             await settle()
 
             # When it is killed

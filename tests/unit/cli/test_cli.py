@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,27 +13,12 @@ import yaml
 
 from dgd.cli import main
 from dgd.domain.admission.documents import admit_document
+from tests.unit.manifests import FRONTEND_DGD
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 CORPUS = ROOT / "tests" / "corpus" / "invalid"
 EXECUTABLE = Path(sys.executable).with_name("dgd-operator")
-
-VALID_DGD = """\
-apiVersion: nvidia.com/v1beta1
-kind: DynamoGraphDeployment
-metadata:
-  name: demo
-spec:
-  components:
-    - name: Frontend
-      type: frontend
-      podTemplate:
-        spec:
-          containers:
-            - name: main
-              image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0
-"""
 
 
 def test_validate_accepts_every_repository_example(capsys: pytest.CaptureFixture[str]) -> None:
@@ -70,32 +56,13 @@ def test_validate_reports_file_index_path_and_message_of_an_invalid_manifest(
     ]
 
 
-def test_validate_reports_a_yaml_error_with_its_line_and_no_traceback(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    # given a corpus file with a duplicate key
-    path = CORPUS / "yaml-duplicate-key.yaml"
-
-    # when it is validated
-    code = main(["validate", str(path)])
-
-    # then the file is invalid, with the line and column of the problem
-    captured = capsys.readouterr()
-    assert code == 1
-    assert captured.out.splitlines() == [
-        f"{path}: error: line 11, column 7: duplicate key 'type'",
-        "0 valid, 1 invalid, 0 skipped",
-    ]
-    assert "Traceback" not in captured.err
-
-
 def test_validate_skips_documents_of_other_api_groups(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # given a multi-document file: a DGD, a ConfigMap and a PersistentVolumeClaim
     path = tmp_path / "bundle.yaml"
     path.write_text(
-        VALID_DGD
+        FRONTEND_DGD
         + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: epp-config\ndata:\n  a: b\n"
         + "---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: model-cache\n"
         + "spec:\n  accessModes: [ReadWriteMany]\n",
@@ -119,7 +86,7 @@ def test_validate_dash_reads_standard_input(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # given a DGD on standard input
-    monkeypatch.setattr(sys, "stdin", io.StringIO(VALID_DGD))
+    monkeypatch.setattr(sys, "stdin", io.StringIO(FRONTEND_DGD))
 
     # when "-" is validated
     code = main(["validate", "-"])
@@ -132,22 +99,29 @@ def test_validate_dash_reads_standard_input(
     ]
 
 
-def test_validate_reports_a_missing_file_without_a_traceback(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("given", "reason"),
+    [
+        # a corpus file with a duplicate key: the line and column of the problem
+        (lambda tmp_path: CORPUS / "yaml-duplicate-key.yaml", "line 11, column 7: duplicate key 'type'"),
+        # a path that does not exist: the reason, plainly
+        (lambda tmp_path: tmp_path / "absent.yaml", "No such file or directory"),
+    ],
+    ids=["yaml-error", "missing-file"],
+)
+def test_validate_reports_a_file_it_cannot_read_as_invalid_with_the_reason_and_no_traceback(
+    given: Callable[[Path], Path], reason: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # given a path that does not exist
-    path = tmp_path / "absent.yaml"
+    # given a file that is not YAML or not there
+    path = given(tmp_path)
 
     # when it is validated
     code = main(["validate", str(path)])
 
-    # then the file counts as invalid and the reason is printed plainly
+    # then the file counts as invalid, with the reason and no traceback
     captured = capsys.readouterr()
     assert code == 1
-    assert captured.out.splitlines() == [
-        f"{path}: error: No such file or directory",
-        "0 valid, 1 invalid, 0 skipped",
-    ]
+    assert captured.out.splitlines() == [f"{path}: error: {reason}", "0 valid, 1 invalid, 0 skipped"]
     assert "Traceback" not in captured.err
 
 

@@ -58,6 +58,14 @@ async def install(cluster: MemoryCluster, config: OperatorConfig | None = None) 
     )
 
 
+async def installed() -> tuple[ManualClock, MemoryCluster]:
+    """A memory API server on a manual clock, with what ``install`` provides."""
+    clock = ManualClock()
+    server = memory_cluster(clock)
+    await install(server)
+    return clock, server
+
+
 def elector(
     cluster: MemoryCluster,
     clock: ManualClock,

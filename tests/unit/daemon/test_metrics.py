@@ -17,7 +17,7 @@ from dgd.cluster.resources import DGD
 from dgd.daemon.metrics import DGD_CONTROLLER, DaemonMetrics
 from dgd.messages.dgd import DynamoGraphDeployment
 from tests.unit.actors.operator.harness import manifest
-from tests.unit.daemon.harness import LEASE_NAME, NS, advance, daemon, install, memory_cluster, running
+from tests.unit.daemon.harness import LEASE_NAME, NS, advance, daemon, installed, running
 
 pytestmark = pytest.mark.anyio
 
@@ -66,9 +66,7 @@ async def scrape(port: int | None) -> tuple[str, Samples]:
 
 
 async def test_a_scrape_after_a_few_reconciles_has_every_series_with_what_happened() -> None:
-    clock = ManualClock()
-    server = memory_cluster(clock)
-    await install(server)
+    clock, server = await installed()
     a = daemon(server.client(), clock, "a")
     async with running(a):
         # given a leading daemon that reconciled a DGD, then was nudged twice more
@@ -108,9 +106,7 @@ async def test_a_scrape_after_a_few_reconciles_has_every_series_with_what_happen
 
 
 async def test_a_standby_reports_that_it_does_not_lead_and_runs_no_actors() -> None:
-    clock = ManualClock()
-    server = memory_cluster(clock)
-    await install(server)
+    clock, server = await installed()
     a, b = daemon(server.client(), clock, "a"), daemon(server.client(), clock, "b")
     async with running(a, b):
         # when the standby is scraped

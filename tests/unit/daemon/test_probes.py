@@ -12,7 +12,7 @@ import pytest
 from dgd.actors.runtime import ManualClock
 from dgd.daemon.probes import Health, Role
 from dgd.daemon.servers import Server, probes_app
-from tests.unit.daemon.harness import advance, daemon, install, memory_cluster, running
+from tests.unit.daemon.harness import advance, daemon, installed, running
 
 pytestmark = pytest.mark.anyio
 
@@ -106,9 +106,7 @@ async def test_liveness_fails_when_a_watched_kind_shows_no_life_for_too_long() -
 
 
 async def test_a_running_leader_and_its_standby_are_both_alive_and_ready() -> None:
-    clock = ManualClock()
-    server = memory_cluster(clock)
-    await install(server)
+    clock, server = await installed()
     a, b = daemon(server.client(), clock, "a"), daemon(server.client(), clock, "b")
     async with running(a, b):
         await advance(clock, 2.0)

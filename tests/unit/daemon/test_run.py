@@ -9,6 +9,7 @@ import pytest
 from dgd.actors.runtime import ManualClock, settle
 from dgd.actors.tree import DGDS, OPERATOR
 from dgd.cluster.errors import ServerError
+from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.resources import DGD
 from dgd.daemon.lease import LeaseTiming
 from dgd.daemon.probes import Role
@@ -17,11 +18,11 @@ from tests.unit.actors.operator.harness import manifest
 from tests.unit.daemon.harness import (
     NS,
     TIMING,
+    Running,
     advance,
     daemon,
-    install,
+    installed,
     lease_spec,
-    memory_cluster,
     running,
 )
 
@@ -30,10 +31,21 @@ pytestmark = pytest.mark.anyio
 LEASES = "leases.coordination.k8s.io"
 
 
+async def exit_code(run: Running) -> int | None:
+    """The exit code of ``run``'s daemon, once it returned (within ten wall-clock seconds)."""
+    with anyio.fail_after(10):
+        await run.done.wait()
+    return run.code
+
+
+async def lose_lease(client: MemoryCluster, clock: ManualClock, timing: LeaseTiming = TIMING) -> None:
+    """Refuse every lease renewal by ``client`` from now on, and move past the renew deadline."""
+    client.faults.fail(ServerError("etcd is unhappy"), verb="update", resource=LEASES)
+    await advance(clock, timing.renew_deadline + 0.5)
+
+
 async def test_a_stop_request_drains_the_operator_releases_the_lease_and_exits_0() -> None:
-    clock = ManualClock()
-    server = memory_cluster(clock)
-    await install(server)
+    clock, server = await installed()
     a = daemon(server.client(), clock, "a")
     async with running(a) as [run]:
         # given a leading daemon that reconciled a DGD
@@ -45,11 +57,9 @@ async def test_a_stop_request_drains_the_operator_releases_the_lease_and_exits_0
 
         # when it is asked to stop
         a.stop()
-        with anyio.fail_after(10):
-            await run.done.wait()
 
         # then it exited 0, with no actor left and the lease released for a successor
-        assert run.code == 0
+        assert await exit_code(run) == 0
         assert a.system is not None and a.system.lookup(OPERATOR) is None
         spec = await lease_spec(server)
         assert spec is not None
@@ -58,9 +68,7 @@ async def test_a_stop_request_drains_the_operator_releases_the_lease_and_exits_0
 
 
 async def test_a_standby_takes_over_within_seconds_of_the_leaders_graceful_stop() -> None:
-    clock = ManualClock()
-    server = memory_cluster(clock)
-    await install(server)
+    clock, server = await installed()
     a, b = daemon(server.client(), clock, "a"), daemon(server.client(), clock, "b")
     async with running(a, b) as [run_a, _]:
         # given a leads and runs the operator, b stands by without one
@@ -70,9 +78,7 @@ async def test_a_standby_takes_over_within_seconds_of_the_leaders_graceful_stop(
 
         # when a stops gracefully
         a.stop()
-        with anyio.fail_after(10):
-            await run_a.done.wait()
-        assert run_a.code == 0
+        assert await exit_code(run_a) == 0
 
         # then b leads and runs the operator within two jittered retry periods
         await advance(clock, 2 * 2.2 * TIMING.retry_period)
@@ -83,9 +89,7 @@ async def test_a_standby_takes_over_within_seconds_of_the_leaders_graceful_stop(
 
 
 async def test_a_lost_lease_stops_every_write_at_once_and_exits_1() -> None:
-    clock = ManualClock()
-    server = memory_cluster(clock)
-    await install(server)
+    clock, server = await installed()
     client = server.client()
     a = daemon(client, clock, "a")
     async with running(a) as [run]:
@@ -94,13 +98,10 @@ async def test_a_lost_lease_stops_every_write_at_once_and_exits_1() -> None:
         await settle()
 
         # when its lease can no longer be renewed, past the renew deadline
-        client.faults.fail(ServerError("etcd is unhappy"), verb="update", resource=LEASES)
-        await advance(clock, TIMING.renew_deadline + 0.5)
+        await lose_lease(client, clock)
 
         # then it stopped: exit 1, every actor cancelled, no lease released (it was not its to release)
-        with anyio.fail_after(10):
-            await run.done.wait()
-        assert run.code == 1
+        assert await exit_code(run) == 1
         assert a.system is not None and a.system.lookup(OPERATOR) is None
         spec = await lease_spec(server)
         assert spec is not None and spec["holderIdentity"] == "a"
@@ -115,9 +116,7 @@ async def test_a_lost_lease_stops_every_write_at_once_and_exits_1() -> None:
 
 
 async def test_a_reconcile_that_outlives_the_shutdown_timeout_is_cancelled_and_the_lease_released() -> None:
-    clock = ManualClock()
-    server = memory_cluster(clock)
-    await install(server)
+    clock, server = await installed()
     client = server.client()
     a = daemon(client, clock, "a", shutdown_timeout=5.0)
     async with running(a) as [run]:
@@ -131,17 +130,13 @@ async def test_a_reconcile_that_outlives_the_shutdown_timeout_is_cancelled_and_t
         await advance(clock, 5.5)
 
         # then it cancelled the reconcile, released the lease and exited 0
-        with anyio.fail_after(10):
-            await run.done.wait()
-        assert run.code == 0
+        assert await exit_code(run) == 0
         spec = await lease_spec(server)
         assert spec is not None and "holderIdentity" not in spec
 
 
 async def test_a_standby_asked_to_stop_exits_0_and_leaves_the_lease_alone() -> None:
-    clock = ManualClock()
-    server = memory_cluster(clock)
-    await install(server)
+    clock, server = await installed()
     a, b = daemon(server.client(), clock, "a"), daemon(server.client(), clock, "b")
     async with running(a, b) as [_, run_b]:
         # given b stands by
@@ -149,20 +144,16 @@ async def test_a_standby_asked_to_stop_exits_0_and_leaves_the_lease_alone() -> N
 
         # when b is asked to stop
         b.stop()
-        with anyio.fail_after(10):
-            await run_b.done.wait()
 
         # then it exits 0 and a still holds the lease
-        assert run_b.code == 0
+        assert await exit_code(run_b) == 0
         spec = await lease_spec(server)
         assert spec is not None and spec["holderIdentity"] == "a"
         assert a.health.role is Role.LEADER
 
 
 async def test_without_leader_election_the_operator_runs_at_once_and_no_lease_is_written() -> None:
-    clock = ManualClock()
-    server = memory_cluster(clock)
-    await install(server)
+    clock, server = await installed()
     a = daemon(server.client(), clock, "a", leader_elect=False)
     async with running(a) as [run]:
         # given a daemon without leader election
@@ -172,16 +163,12 @@ async def test_without_leader_election_the_operator_runs_at_once_and_no_lease_is
 
         # when it is asked to stop, it exits 0
         a.stop()
-        with anyio.fail_after(10):
-            await run.done.wait()
-        assert run.code == 0
+        assert await exit_code(run) == 0
         assert await lease_spec(server) is None
 
 
 async def test_a_lease_lost_while_draining_cuts_the_drain_short_and_exits_1() -> None:
-    clock = ManualClock()
-    server = memory_cluster(clock)
-    await install(server)
+    clock, server = await installed()
     client = server.client()
     # (a renew deadline shorter than the 10s a DGD actor is given to stop)
     timing = LeaseTiming(duration=6.0, renew_deadline=4.0, retry_period=1.0)
@@ -195,11 +182,8 @@ async def test_a_lease_lost_while_draining_cuts_the_drain_short_and_exits_1() ->
         await settle()
 
         # when its lease can no longer be renewed
-        client.faults.fail(ServerError("etcd is unhappy"), verb="update", resource=LEASES)
-        await advance(clock, timing.renew_deadline + 0.5)
+        await lose_lease(client, clock, timing)
 
         # then it cancelled the drain at the renew deadline, and exits 1
-        with anyio.fail_after(10):
-            await run.done.wait()
-        assert run.code == 1
+        assert await exit_code(run) == 1
         assert a.system is not None and a.system.lookup(OPERATOR) is None

@@ -61,10 +61,11 @@ SSHD = (
     "PubkeyAuthentication yes\\nAuthorizedKeysFile '$HOME'/.ssh/authorized_keys\\n' > $HOME/.ssh/sshd_config"
     " && /usr/sbin/sshd -D -f $HOME/.ssh/sshd_config"
 )
+#: A TRT-LLM multinode worker's env: the worker env, and the hostnames mpirun ranks keep.
+TRTLLM_MULTINODE_ENV = [*WORKER_ENV, "OMPI_MCA_orte_keep_fqdn_hostnames"]
 #: The container env plus the fixed names every mpirun rank receives, sorted (podspec §7.5).
 MPI_NAMES = [
-    *WORKER_ENV,
-    "OMPI_MCA_orte_keep_fqdn_hostnames",
+    *TRTLLM_MULTINODE_ENV,
     *["CPATH", "CUDA_VISIBLE_DEVICES", "MODEL_PATH", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_ENDPOINT"],
     *[
         "TOKENIZERS_PARALLELISM",
@@ -106,7 +107,13 @@ class Case:
     expected_ports: list[dict[str, Any]] = field(default_factory=lambda: list(WORKER_PORTS))
 
 
-def _worker(id: str, backend: Backend, command: list[str], **kw: Any) -> Case:
+#: The engine command of each backend's workers.
+ENGINES: dict[Backend, list[str]] = {"vllm": VLLM, "sglang": SGLANG, "trtllm": TRTLLM}
+
+
+def _worker(id: str, backend: Backend, **kw: Any) -> Case:
+    """A worker of ``backend`` running its engine with ``TP2``, rendered as upstream does by default."""
+    command = ENGINES[backend]
     defaults: dict[str, Any] = {
         "type": "worker",
         "backend": backend,
@@ -118,6 +125,11 @@ def _worker(id: str, backend: Backend, command: list[str], **kw: Any) -> Case:
         "expected_probes": WORKER_PROBES,
     }
     return Case(id=id, **{**defaults, **kw})
+
+
+def _multinode(id: str, backend: Backend, role: RenderRole, **kw: Any) -> Case:
+    """The ``role`` of a two-node worker of ``backend``."""
+    return _worker(id, backend, nodes=2, role=role, **kw)
 
 
 CASES = [
@@ -164,26 +176,22 @@ CASES = [
         expected_env=WORKER_ENV,
         expected_probes=WORKER_PROBES,
     ),
-    _worker("prefill-vllm-single", "vllm", VLLM, type="prefill"),
-    _worker("decode-sglang-single", "sglang", SGLANG, type="decode"),
-    _worker("worker-trtllm-single", "trtllm", TRTLLM),
-    _worker(
+    _worker("prefill-vllm-single", "vllm", type="prefill"),
+    _worker("decode-sglang-single", "sglang", type="decode"),
+    _worker("worker-trtllm-single", "trtllm"),
+    _multinode(
         "vllm-multinode-leader-mp",
         "vllm",
-        VLLM,
-        nodes=2,
-        role="leader",
+        "leader",
         gpus=1,
         annotations=ORIGIN_1_4,
         expected_args=[*TP2, *MP_FLAGS.split(), "--node-rank", "0"],
         expected_env=WORKER_ENV + NIXL_HOST,
     ),
-    _worker(
+    _multinode(
         "vllm-multinode-worker-mp",
         "vllm",
-        VLLM,
-        nodes=2,
-        role="worker",
+        "worker",
         gpus=1,
         annotations=ORIGIN_1_4,
         expected_command=["sh", "-c"],
@@ -193,12 +201,10 @@ CASES = [
         expected_env=WORKER_ENV + NIXL_HOST,
         expected_probes={},
     ),
-    _worker(
+    _multinode(
         "vllm-multinode-worker-mp-lws",
         "vllm",
-        VLLM,
-        nodes=2,
-        role="worker",
+        "worker",
         deployer="lws",
         gpus=1,
         annotations=ORIGIN_1_4,
@@ -206,12 +212,10 @@ CASES = [
         expected_env=WORKER_ENV + NIXL_HOST,
         expected_probes={},
     ),
-    _worker(
+    _multinode(
         "vllm-multinode-leader-ray",
         "vllm",
-        VLLM,
-        nodes=2,
-        role="leader",
+        "leader",
         gpus=1,
         annotations={"nvidia.com/vllm-distributed-executor-backend": "Ray", **ORIGIN_1_4},
         expected_command=["/bin/sh", "-c"],
@@ -220,23 +224,19 @@ CASES = [
             "--model Qwen/Qwen3-0.6B --tensor-parallel-size 2 --distributed-executor-backend ray"
         ],
     ),
-    _worker(
+    _multinode(
         "vllm-multinode-worker-ray-without-origin-version",
         "vllm",
-        VLLM,
-        nodes=2,
-        role="worker",
+        "worker",
         gpus=1,
         expected_command=["/bin/sh", "-c"],
         expected_args=[f"ray start --address={GROVE_LEADER}:6379 --block"],
         expected_probes={},
     ),
-    _worker(
+    _multinode(
         "vllm-multinode-leader-data-parallel",
         "vllm",
-        VLLM,
-        nodes=2,
-        role="leader",
+        "leader",
         gpus=4,
         args=["--data-parallel-size", "8"],
         annotations=ORIGIN_1_4,
@@ -247,21 +247,17 @@ CASES = [
         ],
         expected_env=WORKER_ENV + NIXL_HOST,
     ),
-    _worker(
+    _multinode(
         "vllm-multinode-without-gpus-injects-nothing",
         "vllm",
-        VLLM,
-        nodes=2,
-        role="leader",
+        "leader",
         annotations=ORIGIN_1_4,
         expected_env=WORKER_ENV + NIXL_HOST,
     ),
-    _worker(
+    _multinode(
         "sglang-multinode-leader",
         "sglang",
-        SGLANG,
-        nodes=2,
-        role="leader",
+        "leader",
         expected_args=[
             *TP2,
             "--dist-init-addr",
@@ -272,12 +268,10 @@ CASES = [
             "0",
         ],
     ),
-    _worker(
+    _multinode(
         "sglang-multinode-worker",
         "sglang",
-        SGLANG,
-        nodes=2,
-        role="worker",
+        "worker",
         expected_command=["sh", "-c"],
         expected_args=[
             f"exec python3 -m dynamo.sglang {' '.join(TP2)} --dist-init-addr {GROVE_LEADER}:29500 --nnodes 2 "
@@ -285,12 +279,10 @@ CASES = [
         ],
         expected_probes={},
     ),
-    _worker(
+    _multinode(
         "sglang-multinode-worker-lws",
         "sglang",
-        SGLANG,
-        nodes=2,
-        role="worker",
+        "worker",
         deployer="lws",
         expected_args=[
             *TP2,
@@ -299,27 +291,23 @@ CASES = [
         ],
         expected_probes={},
     ),
-    _worker(
+    _multinode(
         "trtllm-multinode-leader",
         "trtllm",
-        TRTLLM,
-        nodes=2,
-        role="leader",
+        "leader",
         gpus=4,
         expected_command=["/bin/sh", "-c"],
         expected_args=[f"mkdir -p $HOME/.ssh && {SSH_KEYS} && {MPIRUN}"],
-        expected_env=[*WORKER_ENV, "OMPI_MCA_orte_keep_fqdn_hostnames"],
+        expected_env=TRTLLM_MULTINODE_ENV,
     ),
-    _worker(
+    _multinode(
         "trtllm-multinode-worker",
         "trtllm",
-        TRTLLM,
-        nodes=2,
-        role="worker",
+        "worker",
         gpus=4,
         expected_command=["/bin/sh", "-c"],
         expected_args=[SSHD],
-        expected_env=[*WORKER_ENV, "OMPI_MCA_orte_keep_fqdn_hostnames"],
+        expected_env=TRTLLM_MULTINODE_ENV,
         expected_probes=TRTLLM_WORKER_READINESS,
     ),
 ]

@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from dgd.cli import main
+from tests.unit.manifests import FRONTEND_DGD as DGD
 from tests.upstream import UPSTREAM, dgd_files
 
 UPSTREAM_DGDS = dgd_files()
@@ -19,23 +20,6 @@ REFUSED = {
     "agg_failover.yaml": "GPU memory service (DRA resource claim templates) is not supported yet",
     "agg.yaml@gaie": "EPP resources (the endpoint picker's ConfigMap, InferencePool",
 }
-
-DGD = """\
-apiVersion: nvidia.com/v1beta1
-kind: DynamoGraphDeployment
-metadata:
-  name: demo
-spec:
-  backendFramework: vllm
-  components:
-    - name: Frontend
-      type: frontend
-      podTemplate:
-        spec:
-          containers:
-            - name: main
-              image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.4.0
-"""
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -48,6 +32,13 @@ def _write(tmp_path: Path, text: str, name: str = "dgd.yaml") -> str:
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
     return str(path)
+
+
+def _render_with_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], config: str
+) -> tuple[int, str, str]:
+    """Render ``DGD`` with an operator configuration file holding ``config``."""
+    return _run(capsys, _write(tmp_path, DGD), "--config", _write(tmp_path, config, "config.yaml"))
 
 
 @pytest.mark.parametrize("path", UPSTREAM_DGDS, ids=[str(p.relative_to(UPSTREAM)) for p in UPSTREAM_DGDS])
@@ -103,8 +94,7 @@ def test_pathway_flag_forces_component_deployments(
 def test_config_disabling_grove_selects_the_component_pathway(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    config = _write(tmp_path, "orchestrators: {grove: {enabled: false}}\n", "config.yaml")
-    code, out, _ = _run(capsys, _write(tmp_path, DGD), "--config", config)
+    code, out, _ = _render_with_config(tmp_path, capsys, "orchestrators: {grove: {enabled: false}}\n")
     assert code == 0
     assert [d["kind"] for d in yaml.safe_load_all(out)] == ["DynamoComponentDeployment"]
 
@@ -162,8 +152,9 @@ def test_unsupported_features_are_refused_naming_the_field(
 def test_istio_virtual_service_from_config_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    config = _write(tmp_path, "ingress: {virtualServiceGateway: istio-system/gw}\n", "config.yaml")
-    code, _, err = _run(capsys, _write(tmp_path, DGD), "--config", config)
+    code, _, err = _render_with_config(
+        tmp_path, capsys, "ingress: {virtualServiceGateway: istio-system/gw}\n"
+    )
     assert code == 1
     assert "Istio VirtualService is not supported yet" in err
 
@@ -190,7 +181,7 @@ def test_namespace_flag_must_agree_with_the_manifest(
 def test_bad_config_file_is_an_input_error(
     config: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, _, err = _run(capsys, _write(tmp_path, DGD), "--config", _write(tmp_path, config, "config.yaml"))
+    code, _, err = _render_with_config(tmp_path, capsys, config)
     assert code == 1
     assert message in err
 

@@ -11,7 +11,7 @@ from dgd.domain.projection import (
     starting_status,
 )
 from dgd.messages.dgd import ComponentReplicaStatus, DGDStatus, RollingUpdateStatus
-from dgd.messages.meta import Condition
+from tests.conditions import ready_condition
 
 T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T00:05:00Z"
 
@@ -23,14 +23,7 @@ def test_failing_keeps_observed_generation_and_sets_ready_false_with_the_reason(
         state="failed",
         observed_generation=3,
         conditions=[
-            Condition(
-                type="Ready",
-                status="False",
-                last_transition_time=T0,
-                reason="failed_to_reconcile_the_resources",
-                message="boom",
-                observed_generation=4,
-            )
+            ready_condition("False", "failed_to_reconcile_the_resources", "boom", at=T0, generation=4)
         ],
     )
 

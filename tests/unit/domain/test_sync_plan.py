@@ -51,15 +51,20 @@ def stored(
     return {**desired, "metadata": metadata, "spec": {**desired["spec"], **spec}}
 
 
+def bookkeeping(desired: dict[str, Any], generation: str) -> dict[str, str]:
+    """The annotations the operator keeps on a child: the hash of ``desired``, the generation applied."""
+    return {
+        "nvidia.com/last-applied-hash": content_hash(desired),
+        "nvidia.com/last-applied-generation": generation,
+    }
+
+
 def test_a_missing_child_is_created_owned_by_the_dgd_with_its_bookkeeping() -> None:
     desired = service()
     plan = plan_sync(desired, None, OWNER)
     assert isinstance(plan, Create)
     assert plan.body["metadata"]["ownerReferences"] == [OWNER]
-    assert plan.body["metadata"]["annotations"] == {
-        "nvidia.com/last-applied-hash": content_hash(desired),
-        "nvidia.com/last-applied-generation": "1",
-    }
+    assert plan.body["metadata"]["annotations"] == bookkeeping(desired, "1")
 
 
 def test_a_child_as_desired_is_kept_even_with_fields_the_server_defaulted() -> None:
@@ -74,13 +79,7 @@ def test_a_changed_spec_is_patched_from_the_live_spec_with_the_next_generation_a
     assert plan == Patch(
         {
             "spec": {"clusterIP": None, "selector": {"app": "frontend"}},
-            "metadata": {
-                "annotations": {
-                    "nvidia.com/last-applied-hash": content_hash(desired),
-                    "nvidia.com/last-applied-generation": "2",
-                },
-                "resourceVersion": "7",
-            },
+            "metadata": {"annotations": bookkeeping(desired, "2"), "resourceVersion": "7"},
         },
         spec=True,
     )
@@ -91,15 +90,7 @@ def test_an_edit_by_someone_else_with_an_equal_spec_rewrites_only_the_bookkeepin
     desired = service()
     plan = plan_sync(desired, stored(desired, generation=3, applied="1"), OWNER)
     assert plan == Patch(
-        {
-            "metadata": {
-                "annotations": {
-                    "nvidia.com/last-applied-hash": content_hash(desired),
-                    "nvidia.com/last-applied-generation": "3",
-                },
-                "resourceVersion": "7",
-            }
-        },
+        {"metadata": {"annotations": bookkeeping(desired, "3"), "resourceVersion": "7"}},
         spec=False,
     )
 

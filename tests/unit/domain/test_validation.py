@@ -4,6 +4,7 @@ does beyond reporting one error (collecting every error, defaulting, warnings, j
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -258,60 +259,52 @@ def test_origin_version_present_on_create_is_kept() -> None:
     assert (verdict.dgd.metadata.annotations or {})[ORIGIN_VERSION] == "1.4.0"
 
 
-def test_image_without_semver_tag_is_a_warning_not_an_error() -> None:
-    # given a worker whose image tag is not a semantic version and that sets no runtimeVersionOverride
-    document = _dgd()
-    document["spec"]["components"][1]["podTemplate"]["spec"]["containers"][0]["image"] = _image("my-tag")
-
-    # when it is admitted
-    verdict = admit(document)
-
-    # then it is admitted, with a warning that names the field and the image
-    assert verdict.errors == []
-    assert verdict.dgd is not None
-    assert verdict.warnings == [
+#: Worker main containers upstream admission refuses on create, and the warning each one gets instead.
+REFUSED_ON_CREATE: dict[str, tuple[Callable[[dict[str, Any]], object], FieldError]] = {
+    # an image tag that is not a semantic version, and no runtimeVersionOverride: the field and the image
+    "image-without-semver-tag": (
+        lambda container: container.update(image=_image("my-tag")),
         FieldError(
             "spec.components[1].runtimeVersionOverride",
             f'is required when the main container image "{_image("my-tag")}" has no semantic-version tag '
             "(upstream admission refuses this on create)",
-        )
-    ]
-
-
-def test_component_without_a_main_container_is_a_warning_not_an_error() -> None:
-    # given a worker whose only container is not named main
-    document = _dgd()
-    document["spec"]["components"][1]["podTemplate"]["spec"]["containers"][0]["name"] = "engine"
-
-    # when it is admitted
-    verdict = admit(document)
-
-    # then it is admitted, with a warning that says upstream would refuse it on create
-    assert verdict.errors == []
-    assert verdict.warnings == [
+        ),
+    ),
+    # the only container not named main
+    "no-main-container": (
+        lambda container: container.update(name="engine"),
         FieldError(
             "spec.components[1].podTemplate.spec.containers",
             'has no container named "main" with an image (upstream admission refuses this on create)',
-        )
-    ]
+        ),
+    ),
+    # a main container without an image (upstream examples leave it to be filled in): at the image field
+    "main-container-without-image": (
+        lambda container: container.pop("image"),
+        FieldError(
+            "spec.components[1].podTemplate.spec.containers[0].image",
+            "is required (upstream admission refuses this on create)",
+        ),
+    ),
+}
 
 
-def test_main_container_without_an_image_is_a_warning_not_an_error() -> None:
-    # given a worker whose main container has no image (upstream examples leave it to be filled in)
+@pytest.mark.parametrize("case", REFUSED_ON_CREATE)
+def test_a_worker_container_upstream_refuses_on_create_is_admitted_with_a_warning_not_an_error(
+    case: str,
+) -> None:
+    # given a worker whose main container upstream admission would refuse on create
+    change, warning = REFUSED_ON_CREATE[case]
     document = _dgd()
-    del document["spec"]["components"][1]["podTemplate"]["spec"]["containers"][0]["image"]
+    change(document["spec"]["components"][1]["podTemplate"]["spec"]["containers"][0])
 
     # when it is admitted
     verdict = admit(document)
 
-    # then it is admitted, with a warning at the image field
+    # then it is admitted, with a warning that names the field and says upstream would refuse it
     assert verdict.errors == []
-    assert verdict.warnings == [
-        FieldError(
-            "spec.components[1].podTemplate.spec.containers[0].image",
-            "is required (upstream admission refuses this on create)",
-        )
-    ]
+    assert verdict.dgd is not None
+    assert verdict.warnings == [warning]
 
 
 def test_placeholder_namespace_is_a_warning_and_a_bad_namespace_an_error() -> None:

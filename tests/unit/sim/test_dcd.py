@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import msgspec
 import pytest
 
 from dgd.cluster.resources import DCD
 from dgd.domain.metadata_keys import COMPONENT_TYPE, GRAPH_NAME, SELECTOR
+from dgd.messages.dcd import DCDSpec, DynamoComponentDeployment
 from dgd.sim.cluster import SimulatedCluster
 from dgd.sim.world.dcd import TEMPLATE_HASH
 from dgd.sim.world.settings import WorldSettings
@@ -15,6 +18,18 @@ from tests.unit.sim.builders import NS, as_dcd, condition, dcd, dcd_of, phases, 
 pytestmark = pytest.mark.anyio
 
 FAST = WorldSettings(schedule_delay=1, ready_delay=30, termination_delay=5)
+
+
+async def ready(sim: SimulatedCluster, document: DynamoComponentDeployment) -> None:
+    """Create the DCD ``document`` and let its pods be scheduled and become ready."""
+    await sim.cluster.create(DCD, document)
+    await sim.run_for(31)
+
+
+async def change_spec(sim: SimulatedCluster, change: Callable[[DCDSpec], DCDSpec]) -> None:
+    """Replace the DCD's spec with ``change`` of it, as the operator would."""
+    current = await dcd_of(sim.cluster)
+    await sim.cluster.replace(DCD, msgspec.structs.replace(current, spec=change(current.spec)))
 
 
 async def test_a_dcd_gets_available_true_and_its_component_status_once_its_pods_are_ready() -> None:
@@ -53,14 +68,10 @@ async def test_a_dcd_gets_available_true_and_its_component_status_once_its_pods_
 async def test_a_scaled_down_dcd_reports_zero_replicas_while_its_pods_reach_a_terminal_phase() -> None:
     async with SimulatedCluster(FAST) as sim:
         # Given a ready DCD of 2
-        await sim.cluster.create(DCD, dcd(replicas=2))
-        await sim.run_for(31)
+        await ready(sim, dcd(replicas=2))
 
         # When it is scaled to 0
-        current = await dcd_of(sim.cluster)
-        await sim.cluster.replace(
-            DCD, msgspec.structs.replace(current, spec=msgspec.structs.replace(current.spec, replicas=0))
-        )
+        await change_spec(sim, lambda spec: msgspec.structs.replace(spec, replicas=0))
         await sim.run_for(1)
 
         # Then its status says 0 replicas while the pods still terminate (not yet terminal)
@@ -78,15 +89,10 @@ async def test_a_scaled_down_dcd_reports_zero_replicas_while_its_pods_reach_a_te
 async def test_recreate_strategy_removes_every_old_pod_before_creating_new_ones() -> None:
     async with SimulatedCluster(FAST) as sim:
         # Given a ready DCD of 2 with the Recreate strategy
-        await sim.cluster.create(
-            DCD, dcd(replicas=2, annotations={"nvidia.com/deployment-strategy": "Recreate"})
-        )
-        await sim.run_for(31)
+        await ready(sim, dcd(replicas=2, annotations={"nvidia.com/deployment-strategy": "Recreate"}))
 
         # When its template changes
-        current = await dcd_of(sim.cluster)
-        updated = dcd(replicas=2, image="v2")
-        await sim.cluster.replace(DCD, msgspec.structs.replace(current, spec=updated.spec))
+        await change_spec(sim, lambda _: dcd(replicas=2, image="v2").spec)
         await sim.run_for(4)
 
         # Then while the old pods terminate, no new pod exists
@@ -106,14 +112,10 @@ async def test_recreate_strategy_removes_every_old_pod_before_creating_new_ones(
 async def test_rolling_update_keeps_the_dcd_available_while_it_replaces_pods() -> None:
     async with SimulatedCluster(FAST) as sim:
         # Given a ready DCD of 4 (maxSurge 1, maxUnavailable 1 at the default 25%)
-        await sim.cluster.create(DCD, dcd(replicas=4))
-        await sim.run_for(31)
+        await ready(sim, dcd(replicas=4))
 
         # When its template changes, and every 5 seconds of the rollout
-        current = await dcd_of(sim.cluster)
-        await sim.cluster.replace(
-            DCD, msgspec.structs.replace(current, spec=dcd(replicas=4, image="v2").spec)
-        )
+        await change_spec(sim, lambda _: dcd(replicas=4, image="v2").spec)
         ready_counts = []
         for _ in range(30):
             await sim.run_for(5)
@@ -131,8 +133,7 @@ async def test_rolling_update_keeps_the_dcd_available_while_it_replaces_pods() -
 async def test_deleting_a_dcd_releases_its_finalizer_and_its_pods_go() -> None:
     async with SimulatedCluster(FAST) as sim:
         # Given a ready DCD, held by the DCD controller's finalizer
-        await sim.cluster.create(DCD, dcd())
-        await sim.run_for(31)
+        await ready(sim, dcd())
         assert "nvidia.com/finalizer" in ((await dcd_of(sim.cluster)).metadata.finalizers or [])
 
         # When it is deleted

@@ -158,12 +158,8 @@ def test_a_dgd_still_pending_after_the_last_fault_breaks_bounded_liveness() -> N
 
 @pytest.mark.anyio
 async def test_a_status_written_by_another_actor_breaks_one_status_writer() -> None:
-    async with _operator_running() as (sim, invariants):
-        # given the graph, up
-        user = sim.cluster.client()
-        await user.create(DGD.as_raw(), agg())
-        await sim.run_for(60)
-
+    # given the graph, up
+    async with _graph_up() as (_, invariants, user):
         # when its rollout child writes the DGD's status
         with acting_as("/operator/dgds/default/demo-agg/rollout"):
             await user.patch_status(DGD.key(NS, "demo-agg"), {"status": {"state": "pending"}})
@@ -177,12 +173,8 @@ async def test_a_status_written_by_another_actor_breaks_one_status_writer() -> N
 
 @pytest.mark.anyio
 async def test_replicas_changed_by_another_actor_than_the_adapter_break_one_replicas_owner() -> None:
-    async with _operator_running() as (sim, invariants):
-        # given the graph, its worker owned by its scaling adapter
-        user = sim.cluster.client()
-        await user.create(DGD.as_raw(), agg())
-        await sim.run_for(60)
-
+    # given the graph, its worker owned by its scaling adapter
+    async with _graph_up() as (_, invariants, user):
         # when the DGD actor itself changes the worker's replicas
         dgd = await user.get(DGD.as_raw().key(NS, "demo-agg"))
         components = dgd["spec"]["components"]
@@ -205,12 +197,8 @@ async def test_replicas_changed_by_another_actor_than_the_adapter_break_one_repl
 async def test_a_child_the_operator_deleted_and_made_again_for_one_generation_breaks_child_created_once() -> (
     None
 ):
-    async with _operator_running() as (sim, invariants):
-        # given the graph, up
-        user = sim.cluster.client()
-        await user.create(DGD.as_raw(), agg())
-        await sim.run_for(60)
-
+    # given the graph, up
+    async with _graph_up() as (sim, invariants, user):
         # when the DGD actor deletes its frontend DCD, and the operator creates it again
         with acting_as("/operator/dgds/default/demo-agg"):
             await user.delete(DCD.key(NS, "demo-agg-frontend"))
@@ -229,10 +217,7 @@ async def test_a_child_the_operator_deleted_and_made_again_for_one_generation_br
 
 @pytest.mark.anyio
 async def test_a_child_the_user_deleted_may_be_created_again() -> None:
-    async with _operator_running() as (sim, invariants):
-        user = sim.cluster.client()
-        await user.create(DGD.as_raw(), agg())
-        await sim.run_for(60)
+    async with _graph_up() as (sim, invariants, user):
         await user.delete(DCD.key(NS, "demo-agg-frontend"))
         await sim.run_for(60)
         invariants.check()
@@ -242,10 +227,15 @@ async def test_a_child_the_user_deleted_may_be_created_again() -> None:
 
 
 @contextlib.asynccontextmanager
-async def _operator_running() -> Any:
+async def _graph_up() -> Any:
+    """The operator with the invariants watching, and the aggregated graph a user applied a minute ago:
+    the simulated cluster, the invariants and the user's client."""
     sim = simulated_operator(WorldSettings(), seed=0, config=OperatorConfig())
     async with sim, anyio.create_task_group() as group:
         invariants = Invariants(sim)
         await invariants.start(group)
-        yield sim, invariants
+        user = sim.cluster.client()
+        await user.create(DGD.as_raw(), agg())
+        await sim.run_for(60)
+        yield sim, invariants, user
         group.cancel_scope.cancel()

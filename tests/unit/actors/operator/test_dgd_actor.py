@@ -8,6 +8,7 @@ from dgd.cluster.errors import Conflict
 from dgd.cluster.resources import DGD, PCLQ
 from dgd.messages.dgd import ComponentReplicaStatus, DGDStatus
 from dgd.messages.meta import Condition
+from tests.conditions import condition, ready_condition
 from tests.unit.actors.operator.harness import NS, manifest, running_operator
 
 pytestmark = pytest.mark.anyio
@@ -26,14 +27,23 @@ CREATED = [
 ]
 
 
-def ready(message: str = "All resources are ready") -> Condition:
-    return Condition(
-        type="Ready",
-        status="True",
-        last_transition_time=T0,
-        reason="all_resources_are_ready",
-        message=message,
-        observed_generation=1,
+def ready(message: str = "All resources are ready", at: str = T0) -> Condition:
+    return ready_condition("True", "all_resources_are_ready", message, at=at)
+
+
+def clique_status(
+    component: str, replicas: int = 0, namespace: str | None = None, *, running: bool = False
+) -> ComponentReplicaStatus:
+    """The status of a component's PodClique: ``replicas`` asked and updated, all ready and scheduled
+    once ``running``."""
+    return ComponentReplicaStatus(
+        component_kind="PodClique",
+        replicas=replicas,
+        updated_replicas=replicas,
+        component_names=[f"demo-0-{component.lower()}"],
+        runtime_namespace=namespace,
+        ready_replicas=replicas if running else None,
+        scheduled_replicas=replicas if running else None,
     )
 
 
@@ -56,31 +66,16 @@ async def test_a_new_dgd_is_pending_until_grove_reports_every_child_ready() -> N
             state="pending",
             observed_generation=1,
             conditions=[
-                Condition(
-                    type="Ready",
-                    status="False",
-                    last_transition_time=T0,
-                    reason="some_resources_are_not_ready",
-                    message=(
-                        "Resources not ready: demo: Frontend: resource not found; Worker: resource not found"
-                    ),
-                    observed_generation=1,
+                ready_condition(
+                    "False",
+                    "some_resources_are_not_ready",
+                    "Resources not ready: demo: Frontend: resource not found; Worker: resource not found",
+                    at=T0,
                 )
             ],
             components={
-                "Frontend": ComponentReplicaStatus(
-                    component_kind="PodClique",
-                    replicas=0,
-                    updated_replicas=0,
-                    component_names=["demo-0-frontend"],
-                    runtime_namespace="team-a-demo",
-                ),
-                "Worker": ComponentReplicaStatus(
-                    component_kind="PodClique",
-                    replicas=0,
-                    updated_replicas=0,
-                    component_names=["demo-0-worker"],
-                ),
+                "Frontend": clique_status("Frontend", namespace="team-a-demo"),
+                "Worker": clique_status("Worker"),
             },
         )
         assert await op.events() == CREATED
@@ -104,24 +99,8 @@ async def test_a_dgd_is_successful_once_grove_accepted_and_ran_every_child() -> 
             observed_generation=1,
             conditions=[ready()],
             components={
-                "Frontend": ComponentReplicaStatus(
-                    component_kind="PodClique",
-                    replicas=1,
-                    updated_replicas=1,
-                    component_names=["demo-0-frontend"],
-                    runtime_namespace="team-a-demo",
-                    ready_replicas=1,
-                    scheduled_replicas=1,
-                ),
-                "Worker": ComponentReplicaStatus(
-                    component_kind="PodClique",
-                    replicas=2,
-                    updated_replicas=2,
-                    component_names=["demo-0-worker"],
-                    runtime_namespace=f"team-a-demo-{hashed}",
-                    ready_replicas=2,
-                    scheduled_replicas=2,
-                ),
+                "Frontend": clique_status("Frontend", 1, "team-a-demo", running=True),
+                "Worker": clique_status("Worker", 2, f"team-a-demo-{hashed}", running=True),
             },
         )
         # and no event was added by the status transitions (none is catalogued for Ready)
@@ -172,16 +151,7 @@ async def test_the_lasttransitiontime_of_ready_moves_only_when_its_status_flips(
             "Resources not ready: demo: Frontend: scheduled but ready=0/1; Worker: scheduled but ready=0/2"
         )
         assert not_ready.conditions[0].last_transition_time == "2026-01-01T00:01:00Z"
-        assert again is not None and again.conditions == [
-            Condition(
-                type="Ready",
-                status="True",
-                last_transition_time="2026-01-01T00:02:00Z",
-                reason="all_resources_are_ready",
-                message="All resources are ready",
-                observed_generation=1,
-            )
-        ]
+        assert again is not None and again.conditions == [ready(at="2026-01-01T00:02:00Z")]
 
 
 async def test_a_replicas_edit_goes_through_the_scale_subresource_and_leaves_the_pcs_spec_alone() -> None:
@@ -213,12 +183,12 @@ async def test_a_replicas_edit_goes_through_the_scale_subresource_and_leaves_the
 
 
 def scheduling_shortfall() -> Condition:
-    return Condition(
-        type="PodCliqueScheduled",
-        status="False",
-        last_transition_time=T0,
-        reason="InsufficientScheduledPods",
-        message="0/2 nodes are available: 2 Insufficient nvidia.com/gpu",
+    return condition(
+        "PodCliqueScheduled",
+        "False",
+        "InsufficientScheduledPods",
+        "0/2 nodes are available: 2 Insufficient nvidia.com/gpu",
+        at=T0,
     )
 
 
@@ -235,16 +205,14 @@ async def test_a_capacity_shortage_is_reported_as_insufficient_capacity() -> Non
         status = (await op.dgd()).status
         assert status is not None and status.state == "pending"
         assert status.conditions == [
-            Condition(
-                type="Ready",
-                status="False",
-                last_transition_time=T0,
-                reason="insufficient_capacity",
-                message="Resources not ready: demo: Frontend: scheduling condition "
+            ready_condition(
+                "False",
+                "insufficient_capacity",
+                "Resources not ready: demo: Frontend: scheduling condition "
                 "InsufficientScheduledPods: 0/2 nodes are available: 2 Insufficient nvidia.com/gpu; "
                 "Worker: scheduling condition InsufficientScheduledPods: 0/2 nodes are available: "
                 "2 Insufficient nvidia.com/gpu",
-                observed_generation=1,
+                at=T0,
             )
         ]
 
@@ -256,12 +224,12 @@ def topology_manifest() -> dict[str, object]:
 
 
 def levels_unavailable() -> Condition:
-    return Condition(
-        type="TopologyLevelsUnavailable",
-        status="True",
-        last_transition_time=T0,
-        reason="TopologyLevelsUnavailable",
-        message="topology level rack is not defined in ClusterTopology gpu-fabric",
+    return condition(
+        "TopologyLevelsUnavailable",
+        "True",
+        "TopologyLevelsUnavailable",
+        "topology level rack is not defined in ClusterTopology gpu-fabric",
+        at=T0,
     )
 
 
@@ -273,13 +241,13 @@ async def test_unavailable_topology_sets_the_condition_false_with_one_warning_af
         await op.apply(topology_manifest())
         pending = (await op.dgd()).status
         assert pending is not None and pending.conditions is not None
-        assert pending.conditions[1] == Condition(
-            type="TopologyLevelsAvailable",
-            status="Unknown",
-            last_transition_time=T0,
-            reason="TopologyConditionPending",
-            message="Waiting for topology condition from the scheduling framework",
-            observed_generation=1,
+        assert pending.conditions[1] == condition(
+            "TopologyLevelsAvailable",
+            "Unknown",
+            "TopologyConditionPending",
+            "Waiting for topology condition from the scheduling framework",
+            at=T0,
+            generation=1,
         )
 
         # when Grove reports the rack level missing, and then keeps reporting it
@@ -291,13 +259,13 @@ async def test_unavailable_topology_sets_the_condition_false_with_one_warning_af
         # after the status that carries it was written
         dgd = await op.dgd()
         assert dgd.status is not None and dgd.status.conditions is not None
-        assert dgd.status.conditions[1] == Condition(
-            type="TopologyLevelsAvailable",
-            status="False",
-            last_transition_time=T0,
-            reason="TopologyLevelsUnavailable",
-            message="topology level rack is not defined in ClusterTopology gpu-fabric",
-            observed_generation=1,
+        assert dgd.status.conditions[1] == condition(
+            "TopologyLevelsAvailable",
+            "False",
+            "TopologyLevelsUnavailable",
+            "topology level rack is not defined in ClusterTopology gpu-fabric",
+            at=T0,
+            generation=1,
         )
         warnings = [e for e in await op.events() if e[0] == "Warning"]
         assert warnings == [

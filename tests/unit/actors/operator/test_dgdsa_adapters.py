@@ -42,6 +42,16 @@ def graph(**components: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def adapter_event(action: str, adapter: str = "demo-worker", component: str = "Worker") -> tuple[str, ...]:
+    """The Normal event of an adapter ``action`` (Created, Updated, Deleted) for a component."""
+    return (
+        "Normal",
+        f"Adapter{action}",
+        f"{action} scaling adapter {adapter} for component {component}",
+        adapter,
+    )
+
+
 class Child:
     """The child, its cluster, and what a test reads there."""
 
@@ -63,6 +73,12 @@ class Child:
 
     async def reconcile(self, dgd: DynamoGraphDeployment) -> AdaptersReconciled | StepFailed:
         return await self.ref.ask(ReconcileAdapters(dgd=dgd, owner=dgd))
+
+    async def worker_adapter_created(self) -> DynamoGraphDeployment:
+        """Store a DGD whose worker (3 replicas) asks for a scaling adapter, and run the step once."""
+        dgd = await self.store(graph(Worker={"replicas": 3, "scalingAdapter": {}}))
+        await self.reconcile(dgd)
+        return dgd
 
     async def adapter(self, name: str) -> Adapter | None:
         try:
@@ -120,21 +136,13 @@ async def test_an_adapter_is_created_for_a_component_that_asks_seeded_with_its_r
             (dgd.metadata.uid, True)
         ]
         assert await child.adapter("demo-frontend") is None
-        assert await child.events() == [
-            (
-                "Normal",
-                "AdapterCreated",
-                "Created scaling adapter demo-worker for component Worker",
-                "demo-worker",
-            )
-        ]
+        assert await child.events() == [adapter_event("Created")]
 
 
 async def test_a_second_run_writes_nothing_and_records_nothing() -> None:
     async with scaling_adapters() as child:
         # given a DGD whose adapter was created
-        dgd = await child.store(graph(Worker={"replicas": 3, "scalingAdapter": {}}))
-        await child.reconcile(dgd)
+        dgd = await child.worker_adapter_created()
         version = child.cluster.resource_version
 
         # when the step runs again
@@ -148,8 +156,7 @@ async def test_a_second_run_writes_nothing_and_records_nothing() -> None:
 async def test_the_dgd_never_writes_the_replicas_of_an_adapter_it_created() -> None:
     async with scaling_adapters() as child:
         # given an adapter created at 3 replicas, then scaled to 8 by an autoscaler
-        dgd = await child.store(graph(Worker={"replicas": 3, "scalingAdapter": {}}))
-        await child.reconcile(dgd)
+        await child.worker_adapter_created()
         adapter = await child.adapter("demo-worker")
         assert adapter is not None
         await child.cluster.patch(DGDSA.key(NS, "demo-worker"), {"spec": {"replicas": 8}})
@@ -167,8 +174,7 @@ async def test_the_dgd_never_writes_the_replicas_of_an_adapter_it_created() -> N
 async def test_drifted_identity_is_repaired_with_one_update_event() -> None:
     async with scaling_adapters() as child:
         # given an adapter whose component label someone removed
-        dgd = await child.store(graph(Worker={"replicas": 3, "scalingAdapter": {}}))
-        await child.reconcile(dgd)
+        dgd = await child.worker_adapter_created()
         await child.cluster.patch(DGDSA.key(NS, "demo-worker"), {"metadata": {"labels": {LABEL: None}}})
 
         # when the step runs
@@ -179,19 +185,13 @@ async def test_drifted_identity_is_repaired_with_one_update_event() -> None:
         adapter = await child.adapter("demo-worker")
         assert adapter is not None and (adapter.metadata.labels or {}).get(LABEL) == "demo"
         assert adapter.spec.replicas == 3
-        assert (await child.events())[-1] == (
-            "Normal",
-            "AdapterUpdated",
-            "Updated scaling adapter demo-worker for component Worker",
-            "demo-worker",
-        )
+        assert (await child.events())[-1] == adapter_event("Updated")
 
 
 async def test_a_component_that_stops_asking_loses_the_adapter_the_dgd_controls() -> None:
     async with scaling_adapters() as child:
         # given a worker adapter the DGD created
-        dgd = await child.store(graph(Worker={"replicas": 3, "scalingAdapter": {}}))
-        await child.reconcile(dgd)
+        await child.worker_adapter_created()
 
         # when the worker no longer asks for a scaling adapter
         dgd = await child.store(graph(Worker={"replicas": 3}))
@@ -200,12 +200,7 @@ async def test_a_component_that_stops_asking_loses_the_adapter_the_dgd_controls(
         # then its adapter is deleted, and that is recorded
         assert answer == AdaptersReconciled(deleted=("demo-worker",))
         assert await child.adapter("demo-worker") is None
-        assert (await child.events())[-1] == (
-            "Normal",
-            "AdapterDeleted",
-            "Deleted scaling adapter demo-worker for component Worker",
-            "demo-worker",
-        )
+        assert (await child.events())[-1] == adapter_event("Deleted")
 
 
 async def test_an_adapter_of_the_same_name_the_dgd_does_not_control_is_left_alone() -> None:
