@@ -30,7 +30,7 @@ from dgd.actors.runtime import (
     Supervision,
     Timer,
 )
-from dgd.cluster.errors import ClusterError, Gone, NotFound
+from dgd.cluster.errors import ClusterError, Forbidden, Gone, Invalid, NotFound
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import Resource
 from dgd.messages.meta import ObjectMeta
@@ -234,8 +234,10 @@ class WorldController(Actor[WorldMessage]):
         try:
             due = await self.reconcile(namespace, name)
         except ClusterError as error:
-            # Conflicts and vanished objects are normal here: look again from fresh state.
-            logger.debug("%s: %s/%s: %r; retrying", self.context.path, namespace, name, error)
+            # Conflicts, vanished objects and transient answers are normal here: look again from fresh
+            # state. A refusal (a pod a real API server rejects, a missing permission) is the user's to see.
+            level = logging.WARNING if isinstance(error, (Forbidden, Invalid)) else logging.DEBUG
+            logger.log(level, "%s: %s/%s: %s; retrying", self.context.path, namespace, name, error)
             due = self.clock() + self.settings.retry_delay
         if due is not None:
             self._wake(key, due)

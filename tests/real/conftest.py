@@ -1,0 +1,36 @@
+"""Fixtures of the real-server tier: a namespace of its own per test, and daemon processes."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from dgd.cluster.kube.adapter import KubeCluster
+from tests.e2e.harness import Operators
+from tests.real.controlplane import ControlPlane
+from tests.real.harness import LEASE_NS, RealCluster, ensure_namespace, new_namespace
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+async def real(controller_manager: ControlPlane, anyio_backend: object) -> AsyncIterator[RealCluster]:
+    """The run's control plane through an admin client, with a fresh namespace for this test."""
+    async with await KubeCluster.from_config(controller_manager.kubeconfig, qps=None) as kube:
+        await ensure_namespace(kube, LEASE_NS)
+        yield RealCluster(controller_manager, kube, await new_namespace(kube))
+
+
+@pytest.fixture
+async def daemons(real: RealCluster, tmp_path: Path) -> AsyncIterator[Operators]:
+    """``dgd-operator run`` processes against the control plane; killed when the test ends."""
+    started = Operators(real, tmp_path)  # type: ignore[arg-type]
+    try:
+        yield started
+    finally:
+        started.stop_all()
