@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CONSTRAINTS := requirements/constraints.txt
 
-.PHONY: run test lint format crds manifests bench clean kube kube-up kube-down
+.PHONY: run test lint format crds manifests bench clean kube kube-for-tests kube-up kube-down
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,8 +16,8 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 run: $(STAMP)
 	$(BIN)/dgd-operator sim apply examples/agg.yaml --until-ready
 
-## test: lint, type-check, then run the whole test suite
-test: lint
+## test: lint, type-check, build the real control plane on first use, then run the whole test suite
+test: lint kube-for-tests
 	$(BIN)/pytest -q
 
 ## lint: ruff, mypy --strict and the import contracts (import-linter, pyproject.toml)
@@ -54,6 +54,10 @@ clean:
 # in hack/kube/go.mod into ${XDG_CACHE_HOME:-~/.cache}/dgd-operator/kube-<version>/ (needs Go; a cold
 # build takes ~15-20 min on 2 cores and ~4 GB of Go build cache).
 KUBE_STATE ?= $(or $(XDG_STATE_HOME),$(HOME)/.local/state)/dgd-operator/kube
+
+## kube-for-tests: the control plane for the real-server tier, or one line saying why it will skip
+kube-for-tests:
+	@hack/kube/ensure.sh
 
 ## kube: build the control-plane binaries (nothing to do when they are up to date)
 kube:
