@@ -557,6 +557,11 @@ class ControlPlane:
         return f"https://127.0.0.1:{self.ports.apiserver}"
 
     @property
+    def pids(self) -> dict[str, int]:
+        """The process id of each child running now (etcd, kube-apiserver, kube-controller-manager)."""
+        return {c.name: c.process.pid for c in self._children if c.alive()}
+
+    @property
     def kubeconfig(self) -> Path:
         """The admin kubeconfig (user ``admin`` in group ``system:masters``, namespace ``default``)."""
         self._require_started()
