@@ -13,8 +13,10 @@ count per target.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -84,7 +86,59 @@ def control_plane() -> Iterator[ControlPlane]:
         assert applied.returncode == 0, applied.stderr.decode()
         established = kubectl(plane, "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
         assert established.returncode == 0, established.stderr.decode()
+        _storage_ready(plane)
+        if plane.with_controller_manager:
+            _collector_knows_our_kinds(plane)
         yield plane
+
+
+def _collector_knows_our_kinds(plane: ControlPlane, timeout: float = 90.0) -> None:
+    """Wait until kube-controller-manager's garbage collector follows owner references to a DGD: it
+    discovers new kinds only at its periodic resync, so a cascade right after the CRDs are applied
+    would wait for that."""
+    probe = "gc-probe"
+    kubectl(plane, "create", "namespace", probe)
+    graph = {
+        "apiVersion": "nvidia.com/v1beta1",
+        "kind": "DynamoGraphDeployment",
+        "metadata": {"name": "owner", "namespace": probe},
+        "spec": {},
+    }
+    created = kubectl(
+        plane, "create", "-o", "jsonpath={.metadata.uid}", "-f", "-", input=json.dumps(graph).encode()
+    )
+    assert created.returncode == 0, created.stderr.decode()
+    owner = {
+        "apiVersion": "nvidia.com/v1beta1",
+        "kind": "DynamoGraphDeployment",
+        "name": "owner",
+        "uid": created.stdout.decode(),
+    }
+    child = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "dependent", "namespace": probe, "ownerReferences": [owner]},
+    }
+    assert kubectl(plane, "create", "-f", "-", input=json.dumps(child).encode()).returncode == 0
+    assert kubectl(plane, "delete", "-n", probe, "dynamographdeployment", "owner").returncode == 0
+    deadline = time.monotonic() + timeout
+    while kubectl(plane, "get", "-n", probe, "configmap", "dependent").returncode == 0:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the garbage collector did not follow a DGD owner within {timeout:g}s")
+        time.sleep(0.5)
+
+
+def _storage_ready(plane: ControlPlane, timeout: float = 60.0) -> None:
+    """Wait until every custom resource can be listed: an established CRD's storage still answers 429
+    ("storage is (re)initializing") for a moment."""
+    names = kubectl(plane, "get", "crd", "-o", "name")
+    assert names.returncode == 0, names.stderr.decode()
+    kinds = [line.split("/", 1)[1] for line in names.stdout.decode().split()]
+    deadline = time.monotonic() + timeout
+    while kinds:
+        kinds = [kind for kind in kinds if kubectl(plane, "get", kind, "-A").returncode != 0]
+        if kinds and time.monotonic() > deadline:
+            raise AssertionError(f"custom resources not listable after {timeout:g}s: {kinds}")
 
 
 @pytest.fixture(scope="session")

@@ -47,6 +47,11 @@ class Resource(msgspec.Struct, Generic[T], frozen=True, kw_only=True):
     has_spec: bool = True
     status: bool = False
     scale: ScalePaths | None = None
+    #: Whether the server keeps ``metadata.generation`` (custom resources, workloads, Ingress: not
+    #: ConfigMaps, Secrets, RBAC, Services, Leases, Events, Namespaces).
+    generation: bool = True
+    #: Served by a CustomResourceDefinition: an update (PUT) must carry the resourceVersion it read.
+    custom: bool = False
 
     @property
     def api_version(self) -> str:
@@ -77,6 +82,8 @@ class Resource(msgspec.Struct, Generic[T], frozen=True, kw_only=True):
             has_spec=self.has_spec,
             status=self.status,
             scale=self.scale,
+            generation=self.generation,
+            custom=self.custom,
         )
 
     def decode(self, data: bytes) -> T:
@@ -121,24 +128,34 @@ _SELECTOR, _HPA_SELECTOR = (
     ScalePaths(selector=".status.hpaPodSelector"),
 )
 DGD: Resource[dgd.DynamoGraphDeployment] = _modelled(
-    dgd.DynamoGraphDeployment, dgd.API_VERSION, dgd.PLURAL, status=True
+    dgd.DynamoGraphDeployment, dgd.API_VERSION, dgd.PLURAL, status=True, custom=True
 )
 DCD: Resource[dcd.DynamoComponentDeployment] = _modelled(
-    dcd.DynamoComponentDeployment, dcd.API_VERSION, dcd.PLURAL, status=True
+    dcd.DynamoComponentDeployment, dcd.API_VERSION, dcd.PLURAL, status=True, custom=True
 )
 DGDSA: Resource[dgdsa.DynamoGraphDeploymentScalingAdapter] = _modelled(
-    dgdsa.DynamoGraphDeploymentScalingAdapter, dgdsa.API_VERSION, dgdsa.PLURAL, status=True, scale=_SELECTOR
+    dgdsa.DynamoGraphDeploymentScalingAdapter,
+    dgdsa.API_VERSION,
+    dgdsa.PLURAL,
+    status=True,
+    scale=_SELECTOR,
+    custom=True,
 )
 PCS: Resource[grove.PodCliqueSet] = _modelled(
-    grove.PodCliqueSet, grove.API_VERSION, grove.PCS_PLURAL, status=True, scale=_HPA_SELECTOR
+    grove.PodCliqueSet, grove.API_VERSION, grove.PCS_PLURAL, status=True, scale=_HPA_SELECTOR, custom=True
 )
 PCLQ: Resource[grove.PodClique] = _modelled(
-    grove.PodClique, grove.API_VERSION, grove.PCLQ_PLURAL, status=True, scale=_HPA_SELECTOR
+    grove.PodClique, grove.API_VERSION, grove.PCLQ_PLURAL, status=True, scale=_HPA_SELECTOR, custom=True
 )
 PCSG: Resource[grove.PodCliqueScalingGroup] = _modelled(
-    grove.PodCliqueScalingGroup, grove.API_VERSION, grove.PCSG_PLURAL, status=True, scale=_SELECTOR
+    grove.PodCliqueScalingGroup,
+    grove.API_VERSION,
+    grove.PCSG_PLURAL,
+    status=True,
+    scale=_SELECTOR,
+    custom=True,
 )
-EVENT: Resource[Event] = _modelled(Event, "events.k8s.io/v1", "events", has_spec=False)
+EVENT: Resource[Event] = _modelled(Event, "events.k8s.io/v1", "events", has_spec=False, generation=False)
 
 
 def _raw(api_version: str, kind: str, plural: str, **options: Any) -> Resource[JSONObject]:
@@ -147,26 +164,30 @@ def _raw(api_version: str, kind: str, plural: str, **options: Any) -> Resource[J
 
 
 # Kinds we do not model travel as raw JSON.
-CHECKPOINT = _raw("nvidia.com/v1alpha1", "DynamoCheckpoint", "dynamocheckpoints", status=True)
-NAMESPACE = _raw("v1", "Namespace", "namespaces", namespaced=False, status=True)
-CONFIG_MAP = _raw("v1", "ConfigMap", "configmaps", has_spec=False)
-SECRET = _raw("v1", "Secret", "secrets", has_spec=False)
-SERVICE = _raw("v1", "Service", "services", status=True)
-SERVICE_ACCOUNT = _raw("v1", "ServiceAccount", "serviceaccounts", has_spec=False)
-PVC = _raw("v1", "PersistentVolumeClaim", "persistentvolumeclaims", status=True)
+CHECKPOINT = _raw("nvidia.com/v1alpha1", "DynamoCheckpoint", "dynamocheckpoints", status=True, custom=True)
+# Built-in kinds whose server keeps no generation say so (generation=False).
+NAMESPACE = _raw("v1", "Namespace", "namespaces", namespaced=False, status=True, generation=False)
+CONFIG_MAP = _raw("v1", "ConfigMap", "configmaps", has_spec=False, generation=False)
+SECRET = _raw("v1", "Secret", "secrets", has_spec=False, generation=False)
+SERVICE = _raw("v1", "Service", "services", status=True, generation=False)
+SERVICE_ACCOUNT = _raw("v1", "ServiceAccount", "serviceaccounts", has_spec=False, generation=False)
+PVC = _raw("v1", "PersistentVolumeClaim", "persistentvolumeclaims", status=True, generation=False)
 POD = _raw("v1", "Pod", "pods", status=True)
 DEPLOYMENT = _raw(
     "apps/v1", "Deployment", "deployments", status=True, scale=ScalePaths(selector=".spec.selector")
 )
-ROLE = _raw("rbac.authorization.k8s.io/v1", "Role", "roles", has_spec=False)
-ROLE_BINDING = _raw("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings", has_spec=False)
-CLUSTER_ROLE = _raw(
-    "rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles", namespaced=False, has_spec=False
+ROLE = _raw("rbac.authorization.k8s.io/v1", "Role", "roles", has_spec=False, generation=False)
+ROLE_BINDING = _raw(
+    "rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings", has_spec=False, generation=False
 )
+CLUSTER_ROLE = _raw(
+    "rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles", namespaced=False, has_spec=False,
+    generation=False,
+)  # fmt: skip
 INGRESS = _raw("networking.k8s.io/v1", "Ingress", "ingresses", status=True)
-LEASE = _raw("coordination.k8s.io/v1", "Lease", "leases")
+LEASE = _raw("coordination.k8s.io/v1", "Lease", "leases", generation=False)
 #: Only ``sim world`` writes Nodes: the simulated kubelet's node, on a real cluster without kubelets.
-NODE = _raw("v1", "Node", "nodes", namespaced=False, status=True)
+NODE = _raw("v1", "Node", "nodes", namespaced=False, status=True, generation=False)
 
 #: Every kind the operator and the simulation touch.
 DEFAULT_RESOURCES: tuple[Resource[Any], ...] = (

@@ -39,7 +39,7 @@ from dgd.cluster.errors import (
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.memory.faults import Fail, FaultRule, StaleRead
 from dgd.cluster.protocol import ScaleSpec
-from dgd.cluster.resources import CHECKPOINT, POD, Resource
+from dgd.cluster.resources import CHECKPOINT, POD, ObjectKey, Resource
 from dgd.messages.base import JSONObject
 from dgd.messages.timestamps import rfc3339
 from dgd.messages.trace import (
@@ -154,8 +154,7 @@ async def _act(record: Apply | Delete | Patch, user: MemoryCluster) -> str:
                 await user.create(resource, document)
                 return f"created {where}"
             except AlreadyExists:
-                stored = await user.get(resource.key(namespace, str(metadata["name"])))
-                await user.replace(resource, _replacement(stored, document))
+                await _replace(user, resource.key(namespace, str(metadata["name"])), document)
                 return f"replaced {where}"
         case Delete(target=target):
             await user.delete(_key(target))
@@ -175,16 +174,28 @@ async def _act(record: Apply | Delete | Patch, user: MemoryCluster) -> str:
     raise TypeError(type(record).__name__)
 
 
+async def _replace(user: MemoryCluster, key: ObjectKey[JSONObject], document: JSONObject) -> None:
+    """Replace the stored object with ``document`` at the version just read (a custom resource takes no
+    unconditional update), reading again if someone wrote it meanwhile."""
+    while True:
+        stored = await user.get(key)
+        try:
+            await user.replace(key.resource, _replacement(stored, document))
+            return
+        except Conflict:
+            continue
+
+
 def _replacement(stored: JSONObject, manifest: JSONObject) -> JSONObject:
     """``manifest`` as the replacement of ``stored``: the stored metadata it does not give is kept,
-    and so are the labels and annotations it does not name (others wrote them: the operator's hash)."""
-    given = manifest["metadata"]
+    and so are the labels and annotations it does not name (others wrote them: the operator's hash);
+    the resourceVersion is the one read."""
+    given = {k: v for k, v in manifest["metadata"].items() if k != "resourceVersion"}
     metadata = {**stored["metadata"], **given}
     for field in ("labels", "annotations"):
         merged = {**(stored["metadata"].get(field) or {}), **(given.get(field) or {})}
         if merged:
             metadata[field] = merged
-    metadata.pop("resourceVersion", None)
     return {**manifest, "metadata": metadata}
 
 

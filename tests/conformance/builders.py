@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from dgd.messages import dgd as dgd_messages
 from dgd.messages import dgdsa as dgdsa_messages
 from dgd.messages.base import JSONObject
@@ -79,7 +81,10 @@ def deployment(name: str = "web", *, namespace: str = NS, replicas: int = 2) -> 
                 "matchLabels": {"app": name},
                 "matchExpressions": [{"key": "tier", "operator": "In", "values": ["web", "edge"]}],
             },
-            "template": {"metadata": {"labels": {"app": name, "tier": "web"}}, "spec": {"containers": []}},
+            "template": {
+                "metadata": {"labels": {"app": name, "tier": "web"}},
+                "spec": {"containers": [{"name": "main", "image": "registry.example/web:1"}]},
+            },
         },
         "status": {"replicas": 1},
     }
@@ -122,5 +127,16 @@ def event(
             name=regarding.metadata.name,
             namespace=regarding.metadata.namespace,
             uid=regarding.metadata.uid,
+        ),
+    )
+
+
+def read_at(read: Any, written: Any) -> Any:
+    """``written`` carrying the resourceVersion (and uid) of ``read``: an update of what was read (a
+    custom resource takes no unconditional update)."""
+    return msgspec.structs.replace(
+        written,
+        metadata=msgspec.structs.replace(
+            written.metadata, resource_version=read.metadata.resource_version, uid=read.metadata.uid
         ),
     )

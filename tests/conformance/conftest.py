@@ -7,11 +7,15 @@ behind it, a way to compact its watch history, and the sizes it was configured w
 ``memory`` is the memory adapter itself. ``kube`` is the kube adapter talking HTTP to the facade
 (``dgd.sim.apiserver.server``) over a ``MemoryCluster`` configured the same way: faults and
 compaction reach the memory server behind the facade, and the kube adapter's watch buffer is the
-memory server's, so a slow reader is dropped at the same point.
+memory server's, so a slow reader is dropped at the same point. ``real`` is the kube adapter on the
+run's real kube-apiserver (``tests/conftest.py``): there is no fault rule, compaction or configured
+size to reach, so a test that needs one skips there (``requires``), naming the ``docs/decisions.md``
+entry that says why; before each test the namespaces the suite writes are emptied.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import random
 from collections.abc import AsyncIterator, Callable
@@ -21,11 +25,16 @@ from dataclasses import dataclass
 import pytest
 from kubernetes_asyncio.client import ApiClient, Configuration
 
+from dgd.cluster.errors import AlreadyExists, NotFound
 from dgd.cluster.kube.adapter import KubeCluster
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.memory.faults import Faults
 from dgd.cluster.protocol import Cluster
+from dgd.cluster.resources import CLUSTER_ROLE, DEFAULT_RESOURCES, NAMESPACE, ObjectKey
+from dgd.messages.base import JSONObject
 from dgd.sim.apiserver.server import Facade, serve
+from tests.conftest import kubectl
+from tests.real.controlplane import ControlPlane
 
 #: 2026-01-01T00:00:00Z; the test clock advances one second per reading.
 EPOCH = 1_767_225_600.0
@@ -33,14 +42,24 @@ EPOCH = 1_767_225_600.0
 
 @dataclass(frozen=True)
 class Harness:
-    """One adapter under test and the server-side knobs the suite uses."""
+    """One adapter under test and the server-side knobs the suite uses (``None``: not reachable)."""
 
     cluster: Cluster
     faults: Faults
-    compact: Callable[[], None]
+    compact: Callable[[], None] | None
     history_size: int
     watch_buffer: int
     bookmark_interval: float
+    target: str = "memory"
+
+    def requires(self, knob: str) -> None:
+        """Skip on the real server, which has no ``knob`` to reach (see ``REAL_SERVER_DEPARTURE``)."""
+        if self.target == "real":
+            pytest.skip(f"the real API server has no {knob} to inject: {REAL_SERVER_DEPARTURE}")
+
+
+#: The docs/decisions.md entry for what the conformance suite cannot do on the real server.
+REAL_SERVER_DEPARTURE = 'docs/decisions.md, "Conformance on the real API server"'
 
 
 def ticking_clock(start: float = EPOCH) -> Callable[[], float]:
@@ -90,9 +109,59 @@ async def kube_adapter() -> AsyncIterator[Harness]:
             yield harness_on(cluster, server)
 
 
+#: What the suite writes on the real server, emptied before each test: the namespaced kinds in its
+#: two namespaces, and the one cluster-scoped object it creates.
+_SUITE_NAMESPACES = ("team-a", "team-b")
+_SUITE_CLUSTER_ROLES = ("reader",)
+
+
+@asynccontextmanager
+async def real_adapter(plane: ControlPlane) -> AsyncIterator[Harness]:
+    async with await KubeCluster.from_config(plane.kubeconfig, qps=None) as cluster:
+        await _emptied(cluster)
+        # Pods bound to a node no kubelet runs would wait for one forever: delete them at once.
+        for namespace in _SUITE_NAMESPACES:
+            kubectl(plane, "delete", "pods", "--all", "-n", namespace, "--force", "--grace-period=0")
+        yield Harness(
+            cluster=cluster,
+            faults=Faults(random.Random(1)),
+            compact=None,
+            history_size=0,
+            watch_buffer=0,
+            bookmark_interval=0.0,
+            target="real",
+        )
+
+
+async def _emptied(cluster: KubeCluster) -> None:
+    """The suite's namespaces present and empty of every kind it writes (finalizers released first)."""
+    for namespace in _SUITE_NAMESPACES:
+        with contextlib.suppress(AlreadyExists):
+            await cluster.create(
+                NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+            )
+    for resource in (r.as_raw() for r in DEFAULT_RESOURCES if r.namespaced):
+        for namespace in _SUITE_NAMESPACES:
+            with contextlib.suppress(NotFound):
+                for item in (await cluster.list(resource, namespace=namespace)).items:
+                    await _gone(cluster, resource.key(namespace, item["metadata"]["name"]), item)
+    for name in _SUITE_CLUSTER_ROLES:
+        with contextlib.suppress(NotFound):
+            await _gone(
+                cluster, CLUSTER_ROLE.key(None, name), await cluster.get(CLUSTER_ROLE.key(None, name))
+            )
+
+
+async def _gone(cluster: KubeCluster, key: ObjectKey[JSONObject], item: JSONObject) -> None:
+    with contextlib.suppress(NotFound):
+        if item["metadata"].get("finalizers"):
+            await cluster.patch(key, {"metadata": {"finalizers": None}})
+        await cluster.delete(key, propagation="Background")
+
+
 #: Every adapter the suite runs against, by id.
 ADAPTERS: list[Callable[[], AbstractAsyncContextManager[Harness]]] = [memory_adapter, kube_adapter]
-ADAPTER_IDS = ["memory", "kube"]
+ADAPTER_IDS = ["memory", "kube", "real"]
 
 
 @pytest.fixture
@@ -100,10 +169,15 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture(params=ADAPTERS, ids=ADAPTER_IDS)
+@pytest.fixture(params=ADAPTER_IDS)
 async def harness(request: pytest.FixtureRequest, anyio_backend: object) -> AsyncIterator[Harness]:
-    factory: Callable[[], AbstractAsyncContextManager[Harness]] = request.param
-    async with factory() as opened:
+    target: str = request.param
+    opening = (
+        real_adapter(request.getfixturevalue("control_plane"))
+        if target == "real"
+        else dict(zip(ADAPTER_IDS, ADAPTERS, strict=False))[target]()
+    )
+    async with opening as opened:
         yield opened
 
 

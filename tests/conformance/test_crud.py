@@ -8,7 +8,7 @@ import anyio
 import msgspec
 import pytest
 
-from dgd.cluster.errors import AlreadyExists, Conflict, Invalid, NotFound
+from dgd.cluster.errors import AlreadyExists, Conflict, Invalid, NotFound, ServerError
 from dgd.cluster.protocol import Cluster, Preconditions
 from dgd.cluster.resources import CLUSTER_ROLE, CONFIG_MAP, DGD, DGDSA
 from tests.conformance.builders import NS, config_map, dgd
@@ -67,11 +67,11 @@ async def test_create_with_generate_name_appends_a_random_suffix(cluster: Cluste
 
 
 async def test_create_with_a_resource_version_is_rejected(cluster: Cluster) -> None:
-    """ "resourceVersion should not be set on objects to be created" (a 400)."""
+    """ "resourceVersion should not be set on objects to be created": the API server answers 500."""
     body = config_map()
     body["metadata"]["resourceVersion"] = "7"
 
-    with pytest.raises(Invalid):
+    with pytest.raises(ServerError, match="resourceVersion should not be set on objects to be created"):
         await cluster.create(CONFIG_MAP, body)
 
 
@@ -171,31 +171,39 @@ async def test_write_that_changes_nothing_keeps_the_resource_version(cluster: Cl
 
 
 async def test_replace_keeps_server_owned_metadata(cluster: Cluster) -> None:
-    """PUT cannot change creationTimestamp or generation; a different uid is rejected."""
-    created = await cluster.create(CONFIG_MAP, config_map())
-    forged = config_map(data={"key": "other"})
-    forged["metadata"].update(creationTimestamp="2000-01-01T00:00:00Z", generation=99)
+    """PUT cannot change creationTimestamp or generation (a spec change still counts one); a
+    different uid is a failed precondition (409)."""
+    graphs = DGD.as_raw()
+    created = await cluster.create(graphs, msgspec.to_builtins(dgd("graph")))
+    forged = msgspec.to_builtins(dgd("graph", backend="vllm"))
+    forged["metadata"].update(
+        creationTimestamp="2000-01-01T00:00:00Z",
+        generation=99,
+        resourceVersion=created["metadata"]["resourceVersion"],
+    )
 
-    replaced = await cluster.replace(CONFIG_MAP, forged)
-    forged["metadata"]["uid"] = "not-the-uid"
+    replaced = await cluster.replace(graphs, forged)
+    forged["metadata"].update(uid="not-the-uid", resourceVersion=replaced["metadata"]["resourceVersion"])
 
     assert replaced["metadata"]["creationTimestamp"] == created["metadata"]["creationTimestamp"]
     assert replaced["metadata"]["uid"] == created["metadata"]["uid"]
     assert replaced["metadata"]["generation"] == 2
-    with pytest.raises(Invalid):
-        await cluster.replace(CONFIG_MAP, forged)
+    with pytest.raises(Conflict, match="Precondition failed: UID in precondition: not-the-uid"):
+        await cluster.replace(graphs, forged)
 
 
 async def test_unknown_fields_written_raw_survive_a_typed_merge_patch(cluster: Cluster) -> None:
-    """Fields the operator does not model are stored as written and kept by merge patches."""
+    """Fields the operator does not model, where the schema keeps them (a pod template is free-form),
+    are stored as written and kept by merge patches."""
     body = msgspec.to_builtins(dgd("graph"))
-    body["spec"]["futureField"] = {"keep": True}
+    template = {"spec": {"futureField": {"keep": True}, "containers": [{"name": "main", "image": "x"}]}}
+    body["spec"]["components"] = [{"name": "Worker", "type": "worker", "podTemplate": template}]
     await cluster.create(DGD.as_raw(), body)
 
     await cluster.patch(DGD.key(NS, "graph"), {"metadata": {"labels": {"tier": "gold"}}})
     stored = await cluster.get(DGD.as_raw().key(NS, "graph"))
 
-    assert stored["spec"]["futureField"] == {"keep": True}
+    assert stored["spec"]["components"][0]["podTemplate"]["spec"]["futureField"] == {"keep": True}
     assert stored["metadata"]["labels"] == {"tier": "gold"}
 
 

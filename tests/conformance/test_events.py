@@ -34,10 +34,10 @@ async def test_emitted_event_with_generate_name_gets_a_generated_name(cluster: C
     graph = await cluster.create(DGD, dgd("graph"))
     given = event(graph)
 
-    emitted = await cluster.emit(msgspec.structs.replace(given, metadata=ObjectMeta(generate_name="graph.")))
+    emitted = await cluster.emit(msgspec.structs.replace(given, metadata=ObjectMeta(generate_name="graph-")))
 
-    assert emitted.metadata.name is not None and emitted.metadata.name.startswith("graph.")
-    assert len(emitted.metadata.name) > len("graph.")
+    assert emitted.metadata.name is not None and emitted.metadata.name.startswith("graph-")
+    assert len(emitted.metadata.name) > len("graph-")
     assert await cluster.get(EVENT.key(NS, emitted.metadata.name)) == emitted
 
 

@@ -18,6 +18,12 @@ from tests.conformance.conftest import Harness
 pytestmark = pytest.mark.anyio
 
 
+@pytest.fixture(autouse=True)
+def injectable_faults(harness: Harness) -> None:
+    """Every test here injects faults through the server's fault rules (the memory server's own)."""
+    harness.requires("fault rules")
+
+
 async def test_injected_error_fires_the_given_number_of_times(harness: Harness) -> None:
     """fail(error, times=n): the next n matching requests raise the error, and nothing is written."""
     cluster = harness.cluster
@@ -121,6 +127,7 @@ async def test_every_port_error_type_can_be_injected(harness: Harness) -> None:
 async def test_injected_latency_delays_the_request_before_it_runs(harness: Harness) -> None:
     """delay(s): the request waits s seconds of event-loop time first; cancelled meanwhile, it
     never reaches the server."""
+    harness.requires("fault rules")
     cluster = harness.cluster
     harness.faults.delay(3600.0, verb="create", times=1)
 

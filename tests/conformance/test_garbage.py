@@ -22,7 +22,7 @@ pytestmark = pytest.mark.anyio
 FINALIZER = "nvidia.com/finalizer"
 
 
-async def eventually(check: Callable[[], Awaitable[bool]], attempts: int = 200) -> bool:
+async def eventually(check: Callable[[], Awaitable[bool]], attempts: int = 1000) -> bool:
     """Whether ``check`` becomes true, polling through the event loop (never a wall-clock threshold)."""
     for _ in range(attempts):
         if await check():
@@ -83,13 +83,17 @@ async def test_foreground_deletion_waits_for_blocking_dependents(cluster: Cluste
     )
 
     marked = await cluster.delete(DGD.key(NS, "graph"), propagation="Foreground")
+
+    async def blocker_deleting() -> bool:
+        blocker = await cluster.get(CONFIG_MAP.key(NS, "blocker"))
+        return blocker["metadata"].get("deletionTimestamp") is not None
+
+    assert await eventually(blocker_deleting)
     owner_while_blocked = await cluster.get(DGD.key(NS, "graph"))
-    blocker = await cluster.get(CONFIG_MAP.key(NS, "blocker"))
     await cluster.patch(CONFIG_MAP.key(NS, "blocker"), {"metadata": {"finalizers": None}})
 
     assert marked is not None and "foregroundDeletion" in (marked.metadata.finalizers or [])
     assert owner_while_blocked.metadata.deletion_timestamp is not None
-    assert blocker["metadata"].get("deletionTimestamp") is not None
     assert await eventually(gone(cluster, "blocker"))
 
     assert await eventually(gone(cluster, "graph", DGD))
@@ -121,8 +125,7 @@ async def test_orphan_deletion_keeps_dependents_and_removes_their_owner_referenc
         return "ownerReferences" not in child["metadata"]
 
     assert await eventually(orphaned)
-    with pytest.raises(NotFound):
-        await cluster.get(DGD.key(NS, "graph"))
+    assert await eventually(gone(cluster, "graph", DGD))
 
 
 async def test_dependent_with_another_live_owner_survives_and_drops_the_dead_reference(

@@ -14,25 +14,25 @@ pytestmark = pytest.mark.anyio
 
 async def test_merge_patch_merges_objects_removes_nulls_and_replaces_lists(cluster: Cluster) -> None:
     """RFC 7386: objects merge key by key, null deletes a key, a list replaces the list."""
-    await cluster.create(DEPLOYMENT, deployment("web", replicas=2))
+    body = deployment("web", replicas=2)
+    body["metadata"]["annotations"] = {"note": "old", "keep": "yes"}
+    await cluster.create(DEPLOYMENT, body)
 
     patched = await cluster.patch(
         DEPLOYMENT.key(NS, "web"),
         {
-            "metadata": {"labels": {"team": "a"}},
-            "spec": {
-                "replicas": 3,
-                "selector": {"matchExpressions": None},
-                "template": {"spec": {"containers": [{"name": "main", "image": "x"}]}},
-            },
+            "metadata": {"labels": {"team": "a"}, "annotations": {"note": None}},
+            "spec": {"replicas": 3, "template": {"spec": {"containers": [{"name": "main", "image": "x"}]}}},
         },
     )
 
     assert patched["metadata"]["labels"] == {"team": "a"}
+    assert patched["metadata"]["annotations"] == {"keep": "yes"}
     assert patched["spec"]["replicas"] == 3
-    assert patched["spec"]["selector"] == {"matchLabels": {"app": "web"}}
-    assert patched["spec"]["template"]["spec"]["containers"] == [{"name": "main", "image": "x"}]
-    assert patched["spec"]["template"]["metadata"] == {"labels": {"app": "web", "tier": "web"}}
+    assert [(c["name"], c["image"]) for c in patched["spec"]["template"]["spec"]["containers"]] == [
+        ("main", "x")
+    ]
+    assert patched["spec"]["template"]["metadata"]["labels"] == {"app": "web", "tier": "web"}
 
 
 async def test_merge_patch_with_the_current_resource_version_applies(cluster: Cluster) -> None:

@@ -54,15 +54,17 @@ async def test_equality_selectors(labelled: Cluster, selector: str, expected: li
         ("env", ["a", "b"]),
         ("!env", ["c", "d"]),
         ("tier in (web), !env", ["c"]),
+        ("tier in ()", []),
+        ("tier notin ()", ["a", "b", "c", "d"]),
     ],
 )
 async def test_set_based_selectors(labelled: Cluster, selector: str, expected: list[str]) -> None:
-    """`in`/`notin` test membership (`notin` also matches without the label); `k` needs the label
-    to exist, `!k` needs it absent."""
+    """`in`/`notin` test membership (`notin` also matches without the label; an empty set matches
+    nothing, or everything); `k` needs the label to exist, `!k` needs it absent."""
     assert await names(labelled, selector) == expected
 
 
-@pytest.mark.parametrize("selector", ["tier in web", "tier in ()", "=web", "tier=a b", "bad key=v"])
+@pytest.mark.parametrize("selector", ["tier in web", "tier in (web", "=web", "tier=a b", "bad key=v"])
 async def test_malformed_selector_is_rejected(labelled: Cluster, selector: str) -> None:
     """A selector that does not parse: 400 BadRequest (raised as Invalid)."""
     with pytest.raises(Invalid):
@@ -75,8 +77,15 @@ async def test_list_is_scoped_to_one_namespace_or_all(cluster: Cluster) -> None:
     await cluster.create(CONFIG_MAP, config_map("y", namespace="team-a"))
     await cluster.create(CONFIG_MAP, config_map("x", namespace="team-b"))
 
+    everywhere = await cluster.list(CONFIG_MAP)
+    ours = [
+        (i["metadata"]["namespace"], i["metadata"]["name"])
+        for i in everywhere.items
+        if i["metadata"]["namespace"] in ("team-a", "team-b")
+    ]
+
     assert await names(cluster, None, namespace="team-b") == ["x", "z"]
-    assert await names(cluster, None, namespace=None) == ["y", "x", "z"]
+    assert ours == [("team-a", "y"), ("team-b", "x"), ("team-b", "z")]
 
 
 async def test_list_returns_the_current_resource_version(cluster: Cluster) -> None:

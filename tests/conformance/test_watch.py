@@ -155,6 +155,7 @@ async def test_idle_watch_with_bookmarks_gets_a_bookmark_to_resume_from(harness:
 
 async def test_watch_from_a_compacted_resource_version_is_gone(harness: Harness) -> None:
     """A resourceVersion older than the server's history: 410 Gone (the client must re-list)."""
+    harness.requires("compaction of the watch history on demand")
     cluster = harness.cluster
     old = await cluster.create(CONFIG_MAP, config_map("a"))
     await cluster.patch(CONFIG_MAP.key(NS, "a"), {"data": {"k": "2"}})
@@ -168,6 +169,7 @@ async def test_watch_from_a_compacted_resource_version_is_gone(harness: Harness)
 async def test_history_is_bounded_and_older_resource_versions_are_gone(harness: Harness) -> None:
     """The watch history keeps a bounded number of changes; resuming from before it is 410 Gone,
     from within it works."""
+    harness.requires("configured watch-history size")
     cluster = harness.cluster
     first = await cluster.create(CONFIG_MAP, config_map("a"))
     for value in range(harness.history_size + 1):
@@ -186,6 +188,7 @@ async def test_slow_watcher_is_dropped_and_resumes_without_loss(harness: Harness
     """A watcher that falls more than its buffer behind is dropped (the stream ends after what was
     buffered), writers are never blocked, and resuming from the last resourceVersion seen
     delivers the rest exactly once."""
+    harness.requires("configured watch buffer")
     cluster = harness.cluster
     start = await cluster.list(CONFIG_MAP)
     total = harness.watch_buffer * 2

@@ -121,6 +121,8 @@ def from_label_selector(selector: Mapping[str, Any] | None) -> Selector:
                 str(selector), f"{expression.get('operator')!r} is not a valid label selector operator"
             )
         values = tuple(str(value) for value in expression.get("values") or ())
+        if operator in ("in", "notin") and not values:
+            raise _invalid(str(selector), "In/NotIn needs at least one value")
         requirements.append(_checked(Requirement(str(expression.get("key")), operator, values)))
     return Selector(tuple(sorted(requirements, key=lambda requirement: requirement.key)))
 
@@ -178,8 +180,7 @@ def _value_set(text: str, tokens: list[str], position: int) -> tuple[tuple[str, 
         position += 1
     if position >= len(tokens):
         raise _invalid(text, "missing ')'")
-    if not values:
-        raise _invalid(text, "in/notin needs at least one value")
+    # An empty set parses, as the API server parses it: `in ()` matches nothing, `notin ()` everything.
     return tuple(values), position + 1
 
 
@@ -189,8 +190,6 @@ def _checked(requirement: Requirement) -> Requirement:
         raise _invalid(requirement.key, f"invalid label key {requirement.key!r}")
     if requirement.operator in ("exists", "!") and requirement.values:
         raise _invalid(requirement.key, "exists/does-not-exist takes no values")
-    if requirement.operator in ("in", "notin") and not requirement.values:
-        raise _invalid(requirement.key, "in/notin needs at least one value")
     for value in requirement.values:
         if requirement.operator in (">", "<"):
             if not _is_int(value):

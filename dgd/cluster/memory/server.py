@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from dgd.cluster import merge_patch
-from dgd.cluster.errors import AlreadyExists, Cause, Conflict, Invalid, NotFound
+from dgd.cluster.errors import AlreadyExists, Cause, Conflict, Invalid, NotFound, ServerError
 from dgd.cluster.memory.garbage import GarbageCollector
 from dgd.cluster.memory.selectors import Selector
 from dgd.cluster.memory.store import Store, Stored, StoreKey
@@ -75,7 +75,8 @@ class ApiServer:
     def create(self, resource: Resource[Any], data: JSONObject) -> Stored:
         metadata = _metadata(resource, data)
         if metadata.get("resourceVersion"):
-            raise Invalid("resourceVersion should not be set on objects to be created", bad_request=True)
+            # The API server answers this with a 500 (an internal error), not a 400.
+            raise ServerError("resourceVersion should not be set on objects to be created")
         if not metadata.get("name") and metadata.get("generateName"):
             metadata["name"] = self._generate_name(resource, metadata)
         if not metadata.get("name"):
@@ -101,6 +102,7 @@ class ApiServer:
         current = self.get(resource, metadata.get("namespace"), _name(metadata))
         if status and not resource.status:
             raise _not_found(resource, current.key[1], current.key[2], "status")
+        self._require_version(resource, current, metadata.get("resourceVersion"))
         self._check_version(resource, current, metadata.get("resourceVersion"))
         old = current.thaw()
         new = prepare_status_update(old, data) if status else prepare_update(resource, old, data)
@@ -173,6 +175,7 @@ class ApiServer:
         current = self.get(resource, namespace, name)
         if resource.scale is None:
             raise _not_found(resource, namespace, name, "scale")
+        self._require_version(resource, current, resource_version)
         self._check_version(resource, current, resource_version)
         if replicas < 0:
             raise invalid(resource, current.metadata, [Cause("spec.replicas", f"{replicas} must be >= 0")])
@@ -245,6 +248,12 @@ class ApiServer:
         stored = self.commit(current, new)
         self.gc.settle()
         return stored
+
+    def _require_version(self, resource: Resource[Any], current: Stored, resource_version: Any) -> None:
+        """A custom resource takes no unconditional update: a PUT must carry the resourceVersion read."""
+        if resource.custom and not resource_version:
+            cause = Cause("metadata.resourceVersion", "Invalid value: 0: must be specified for an update")
+            raise invalid(resource, current.metadata, [cause])
 
     def _check_version(self, resource: Resource[Any], current: Stored, resource_version: Any) -> None:
         if resource_version and str(resource_version) != str(current.rv):

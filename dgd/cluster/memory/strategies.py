@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dgd.cluster.errors import Cause, Invalid
+from dgd.cluster.errors import Cause, Conflict, Invalid
 from dgd.cluster.memory.selectors import from_label_selector
 from dgd.cluster.resources import Resource, ScalePaths
 from dgd.messages.base import JSONObject
@@ -33,7 +33,10 @@ def prepare_create(resource: Resource[Any], data: JSONObject, *, uid: str, now: 
     metadata: JSONObject = data["metadata"]
     for field in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"):
         metadata.pop(field, None)
-    metadata.update(uid=uid, creationTimestamp=now, generation=1)
+    metadata.pop("generation", None)
+    metadata.update(uid=uid, creationTimestamp=now)
+    if resource.generation:
+        metadata["generation"] = 1
     if resource.status:
         data.pop("status", None)
     return data
@@ -43,14 +46,14 @@ def prepare_update(resource: Resource[Any], old: JSONObject, new: JSONObject) ->
     """``new`` as the server stores a main-resource update of ``old`` (``new`` is mutated)."""
     old_meta: JSONObject = old["metadata"]
     new_meta: JSONObject = new["metadata"]
-    # A uid that does not match is a client error; every other system field is silently kept.
+    # A uid that does not match is a failed precondition; every other system field is silently kept.
     if new_meta.get("uid") not in (None, old_meta["uid"]):
-        raise Invalid(
-            f"{resource.kind} {old_meta['name']!r}: metadata.uid: field is immutable",
+        raise Conflict(
+            f'Operation cannot be fulfilled on {resource} "{old_meta["name"]}": Precondition failed: UID in '
+            f"precondition: {new_meta['uid']}, UID in object meta: {old_meta['uid']}",
             kind=resource.kind,
             namespace=old_meta.get("namespace"),
             name=old_meta["name"],
-            causes=(Cause("metadata.uid", "field is immutable"),),
         )
     _keep(old_meta, new_meta, _SYSTEM_FIELDS)
     # Once deleting, finalizers may only be removed.
@@ -65,13 +68,13 @@ def prepare_update(resource: Resource[Any], old: JSONObject, new: JSONObject) ->
             causes=(Cause("metadata.finalizers", "no new finalizers can be added while deleting"),),
         )
     if (resource.group, resource.plural) == ("", "pods") and _node(old) != _node(new):
+        why = "Forbidden: pod updates may not change fields other than `spec.containers[*].image`, ..."
         raise Invalid(
-            f"Pod {old_meta['name']!r} is invalid: spec.nodeName: Forbidden: pod updates may not change "
-            "the node; a pod is assigned to one through its binding subresource",
+            f"Pod {old_meta['name']!r} is invalid: spec: {why} (spec.nodeName is set through the binding)",
             kind=resource.kind,
             namespace=old_meta.get("namespace"),
             name=old_meta["name"],
-            causes=(Cause("spec.nodeName", "may not be changed by an update"),),
+            causes=(Cause("spec", why),),
         )
     if resource.status:
         _keep(old, new, ("status",))
@@ -93,6 +96,9 @@ def prepare_status_update(old: JSONObject, new: JSONObject) -> JSONObject:
 def with_generation(resource: Resource[Any], old: JSONObject, new: JSONObject) -> JSONObject:
     """``new`` with generation bumped if its desired state differs from ``old``'s: its ``spec``, or
     for a kind without one, everything outside metadata (and status, if it is a subresource)."""
+    if not resource.generation:
+        new["metadata"].pop("generation", None)
+        return new
     if resource.has_spec:
         changed = old.get("spec") != new.get("spec")
     else:
@@ -104,11 +110,13 @@ def with_generation(resource: Resource[Any], old: JSONObject, new: JSONObject) -
 
 
 def mark_deleting(data: JSONObject, now: str) -> JSONObject:
-    """``data`` with a deletionTimestamp (the first one bumps generation; a later one changes nothing)."""
+    """``data`` with a deletionTimestamp (the first one bumps generation, where the kind keeps one; a
+    later one changes nothing)."""
     metadata: JSONObject = data["metadata"]
     if not metadata.get("deletionTimestamp"):
         metadata["deletionTimestamp"] = now
-        metadata["generation"] = int(metadata.get("generation") or 0) + 1
+        if "generation" in metadata:
+            metadata["generation"] = int(metadata["generation"]) + 1
     metadata["deletionGracePeriodSeconds"] = 0
     return data
 

@@ -80,6 +80,12 @@ def _metadata_causes(resource: Resource[Any], metadata: JSONObject) -> list[Caus
     namespace = metadata.get("namespace")
     if resource.namespaced and (not isinstance(namespace, str) or not _LABEL.match(namespace)):
         causes.append(Cause("metadata.namespace", f"{namespace!r} must be a lowercase RFC 1123 label"))
+    # A generateName is a name prefix: valid once a trailing '-' is masked, as the API server checks it.
+    prefix = metadata.get("generateName")
+    if prefix and not _SUBDOMAIN.match(prefix[:-1] + "a" if prefix.endswith("-") else prefix):
+        why = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.',"
+        why += " and must start and end with an alphanumeric character"
+        causes.append(Cause("metadata.generateName", f"Invalid value: {prefix!r}: {why}"))
     for key, value in (metadata.get("labels") or {}).items():
         if not qualified_name(key):
             causes.append(Cause(f"metadata.labels[{key}]", "invalid label key"))

@@ -40,6 +40,8 @@ def test_parse_gives_the_canonical_form(text: str, canonical: str) -> None:
         ("a>2", {"a": "x"}, False),
         ("a<2", {}, False),
         ("a=", {"a": ""}, True),
+        ("a in ()", {"a": "x"}, False),
+        ("a notin ()", {}, True),
     ],
 )
 def test_requirements_match_as_the_api_server_does(text: str, labels: dict[str, str], matches: bool) -> None:
@@ -47,7 +49,7 @@ def test_requirements_match_as_the_api_server_does(text: str, labels: dict[str, 
 
 
 @pytest.mark.parametrize(
-    "text", ["a in 1", "a in ()", "a in (1", "=1", "a=1 b", "a=1,,b=2", "a>x", "A/b=1", "!", "a=@"]
+    "text", ["a in 1", "a in (1", "=1", "a=1 b", "a=1,,b=2", "a>x", "A/b=1", "!", "a=@"]
 )
 def test_malformed_selectors_are_a_bad_request(text: str) -> None:
     with pytest.raises(Invalid) as raised:
