@@ -79,6 +79,7 @@ def memory_server() -> MemoryCluster:
         history_size=HISTORY_SIZE,
         watch_buffer=WATCH_BUFFER,
         bookmark_interval=BOOKMARK_INTERVAL,
+        namespaces=("team-a", "team-b"),
     )
 
 

@@ -148,7 +148,7 @@ def status_error(status: dict[str, Any], retry_after: str | None = None) -> Clus
     message = str(status.get("message") or "")
     if code == 401:
         return Forbidden(f"Unauthorized: {message}")
-    if code in (405, 406, 413, 415):
+    if code in (405, 406, 415):
         return Invalid(message, bad_request=True)
     error = error_from_status(status)
     if isinstance(error, TooManyRequests) and retry_after:

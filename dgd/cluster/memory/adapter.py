@@ -62,7 +62,10 @@ class MemoryCluster:
 
     ``history_size``: changes kept per resource for watches to resume from. ``watch_buffer``:
     events a watch may fall behind before it is dropped. ``bookmark_interval``: idle seconds
-    (event-loop time) before a watch that asked for bookmarks gets one.
+    (event-loop time) before a watch that asked for bookmarks gets one. ``namespaces``: the ones the
+    cluster starts with beside a new cluster's own (``default``, ``kube-system``, ``kube-public``,
+    ``kube-node-lease``); an object may be created only in a namespace that exists and is not
+    terminating, as the API server's NamespaceLifecycle admission has it.
     """
 
     def __init__(
@@ -74,11 +77,16 @@ class MemoryCluster:
         history_size: int = 1000,
         watch_buffer: int = 1000,
         bookmark_interval: float = 60.0,
+        namespaces: Iterable[str] = (),
     ) -> None:
         self._seeds = rng if rng is not None else random.Random(0)
         # Separate streams, so adding a fault rule does not change the uids a run produces.
         self._server = ApiServer(
-            resources, clock=clock, rng=random.Random(self._seeds.getrandbits(64)), history_size=history_size
+            resources,
+            clock=clock,
+            rng=random.Random(self._seeds.getrandbits(64)),
+            history_size=history_size,
+            namespaces=namespaces,
         )
         self.faults = Faults(random.Random(self._seeds.getrandbits(64)))
         self._hub = WatchHub(self._server.store)

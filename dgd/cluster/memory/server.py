@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from dgd.cluster import merge_patch
-from dgd.cluster.errors import AlreadyExists, Cause, Conflict, Invalid, NotFound, ServerError
+from dgd.cluster.errors import AlreadyExists, Cause, Conflict, Forbidden, Invalid, NotFound, ServerError
 from dgd.cluster.memory.garbage import GarbageCollector
 from dgd.cluster.memory.selectors import Selector
 from dgd.cluster.memory.store import Store, Stored, StoreKey
@@ -33,9 +33,13 @@ from dgd.cluster.memory.strategies import (
     write_scale,
 )
 from dgd.cluster.memory.validation import invalid, validate
-from dgd.cluster.resources import Resource
+from dgd.cluster.resources import NAMESPACE, Resource
 from dgd.messages.base import JSONObject
 from dgd.messages.timestamps import Clock, rfc3339
+
+NAMESPACE_ID = str(NAMESPACE)
+#: The namespaces a new cluster has.
+INITIAL_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
 
 #: The characters of a ``generateName`` suffix (``k8s.io/apimachinery/pkg/util/rand``).
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -45,13 +49,31 @@ class ApiServer:
     """Kubernetes REST semantics over a ``Store``. Not async: callers make each call atomic."""
 
     def __init__(
-        self, resources: Iterable[Resource[Any]], *, clock: Clock, rng: random.Random, history_size: int
+        self,
+        resources: Iterable[Resource[Any]],
+        *,
+        clock: Clock,
+        rng: random.Random,
+        history_size: int,
+        namespaces: Iterable[str] = (),
     ) -> None:
         self.resources = {str(resource): resource for resource in resources}
         self.store = Store(self.resources, history_size)
         self.clock = clock
         self.rng = rng
         self.gc = GarbageCollector(self)
+        # A fresh cluster's namespaces, as a real API server makes them at start (their uids are
+        # derived from their names, so the random stream of every later object is unchanged).
+        served = self.resources.get(NAMESPACE_ID)
+        if served is not None:
+            for name in sorted({*INITIAL_NAMESPACES, *namespaces}):
+                data: JSONObject = {
+                    "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name},
+                    "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"},
+                }  # fmt: skip
+                prepare_create(served, data, uid="", now=self.now())
+                data["metadata"]["uid"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"namespace/{name}"))
+                self.store.put(self.key(served, None, name), data)
 
     # Reads.
 
@@ -83,6 +105,7 @@ class ApiServer:
             raise invalid(resource, metadata, [Cause("metadata.name", "name or generateName is required")])
         prepare_create(resource, data, uid="", now=self.now())
         validate(resource, data)
+        self._admit_namespace(resource, metadata)
         key = self.key(resource, metadata.get("namespace"), metadata["name"])
         if self.store.get(key) is not None:
             raise AlreadyExists(
@@ -93,7 +116,7 @@ class ApiServer:
             )
         metadata["uid"] = str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
         stored = self.store.put(key, data)
-        self.gc.settle()
+        self._settle()
         return stored
 
     def update(self, resource: Resource[Any], data: JSONObject, *, status: bool = False) -> Stored:
@@ -158,8 +181,11 @@ class ApiServer:
                 f"Precondition failed: ResourceVersion in precondition: {resource_version}, "
                 f"ResourceVersion in object meta: {current.rv}",
             )
-        self.delete_stored(current, propagation)
-        self.gc.settle()
+        if str(resource) == NAMESPACE_ID:
+            self._terminate_namespace(current)
+        else:
+            self.delete_stored(current, propagation)
+        self._settle()
         # The collector has run: report the object as it is now (gone, or waiting for finalizers).
         return self.store.get(current.key)
 
@@ -222,7 +248,9 @@ class ApiServer:
         new["metadata"]["resourceVersion"] = current.metadata.get("resourceVersion")
         if new == current.data:
             return current
-        if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
+        # A namespace is held by its spec finalizer (``kubernetes``) until the namespace controller ends it.
+        held = current.key[0] == NAMESPACE_ID and (new.get("spec") or {}).get("finalizers")
+        if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers") and not held:
             last = self.store.remove(current)
             new["metadata"]["resourceVersion"] = str(last.rv)
             return Stored(current.key, new, last.rv)
@@ -246,8 +274,64 @@ class ApiServer:
     def _write(self, resource: Resource[Any], current: Stored, new: JSONObject) -> Stored:
         validate(resource, new)
         stored = self.commit(current, new)
-        self.gc.settle()
+        self._settle()
         return stored
+
+    def _settle(self) -> None:
+        """The controllers the API server's semantics rely on, run to a standstill before a call
+        returns: the garbage collector, then the namespace controller (which may leave more garbage)."""
+        while True:
+            self.gc.settle()
+            if not self._finalize_namespaces():
+                return
+
+    def _terminate_namespace(self, current: Stored) -> None:
+        """Deleting a namespace marks it ``Terminating``; its content goes in ``_finalize_namespaces``."""
+        if current.metadata.get("deletionTimestamp"):
+            return
+        new = mark_deleting(current.thaw(), self.now())
+        new.setdefault("status", {})["phase"] = "Terminating"
+        self.commit(current, new)
+
+    def _finalize_namespaces(self) -> bool:
+        """The namespace controller: every object of a terminating namespace is deleted (finalizers
+        honoured); once none is left, the namespace goes. Whether it changed anything."""
+        served = self.resources.get(NAMESPACE_ID)
+        if served is None:
+            return False
+        changed = False
+        for namespace in self.store.items(NAMESPACE_ID):
+            if not namespace.metadata.get("deletionTimestamp"):
+                continue
+            name = str(namespace.metadata.get("name"))
+            content = [
+                stored
+                for rid, resource in self.resources.items()
+                if resource.namespaced
+                for stored in self.store.items(rid, name)
+            ]
+            for stored in content:
+                if not stored.metadata.get("deletionTimestamp"):
+                    self.delete_stored(stored, "Background")
+                    changed = True
+            if not content:
+                self.store.remove(namespace)
+                changed = True
+        return changed
+
+    def _admit_namespace(self, resource: Resource[Any], metadata: JSONObject) -> None:
+        """NamespaceLifecycle, as the API server's admission applies it to a create: the namespace must
+        exist (NotFound), and not be terminating (Forbidden). Only where Namespaces are served."""
+        namespaces = self.resources.get(NAMESPACE_ID)
+        if not resource.namespaced or namespaces is None:
+            return
+        name = str(metadata.get("namespace") or "")
+        found = self.store.get(self.key(namespaces, None, name))
+        if found is None:
+            raise NotFound(f'namespaces "{name}" not found', kind="namespaces", name=name)
+        if found.metadata.get("deletionTimestamp"):
+            why = f"unable to create new content in namespace {name} because it is being terminated"
+            raise Forbidden(f'{resource} "{metadata.get("name")}" is forbidden: {why}', kind=resource.kind)
 
     def _require_version(self, resource: Resource[Any], current: Stored, resource_version: Any) -> None:
         """A custom resource takes no unconditional update: a PUT must carry the resourceVersion read."""

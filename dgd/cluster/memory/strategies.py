@@ -39,6 +39,10 @@ def prepare_create(resource: Resource[Any], data: JSONObject, *, uid: str, now: 
         metadata["generation"] = 1
     if resource.status:
         data.pop("status", None)
+    if (resource.group, resource.plural) == ("", "namespaces"):
+        # The namespace lifecycle's defaults: held by the ``kubernetes`` finalizer, active.
+        data["spec"] = {"finalizers": ["kubernetes"], **(data.get("spec") or {})}
+        data["status"] = {"phase": "Active"}
     return data
 
 

@@ -14,7 +14,8 @@ import msgspec
 import yaml
 from aiohttp import web
 
-from dgd.cluster.errors import ClusterError, Invalid, TooManyRequests
+from dgd.cluster.errors import ClusterError, Invalid, RequestEntityTooLarge, TooManyRequests
+from dgd.cluster.memory.adapter import REQUEST_LIMIT
 from dgd.messages.base import JSONObject
 
 JSON = "application/json"
@@ -72,6 +73,8 @@ def media_type(request: web.Request) -> str:
 async def body(request: web.Request) -> Any:
     """The request body as JSON values (JSON, or YAML for ``*yaml`` media types)."""
     raw = await request.read()
+    if len(raw) > REQUEST_LIMIT:
+        raise RequestEntityTooLarge(f"Request entity too large: limit is {REQUEST_LIMIT}")
     if not raw.strip():
         raise Invalid("the request has no body", bad_request=True)
     kind = media_type(request)

@@ -53,7 +53,9 @@ def anyio_backend() -> str:
 
 async def facade_cluster() -> MemoryCluster:
     """What ``sim serve --no-world`` serves: the starting objects and the CRDs, no controller at all."""
-    cluster = MemoryCluster(resources=RESOURCES, clock=wall_clock, rng=random.Random(1))
+    cluster = MemoryCluster(
+        resources=RESOURCES, clock=wall_clock, rng=random.Random(1), namespaces=("elsewhere",)
+    )
     await bootstrap(cluster, WorldSettings(), OperatorConfig())
     for crd in all_crds():
         await cluster.create(CUSTOM_RESOURCE_DEFINITION, crd)

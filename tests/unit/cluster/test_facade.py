@@ -60,7 +60,9 @@ def anyio_backend() -> str:
 @pytest.fixture
 async def served() -> AsyncIterator[Served]:
     resources = (*DEFAULT_RESOURCES, CUSTOM_RESOURCE_DEFINITION)
-    cluster = MemoryCluster(resources=resources, rng=random.Random(1), bookmark_interval=0.05)
+    cluster = MemoryCluster(
+        resources=resources, rng=random.Random(1), bookmark_interval=0.05, namespaces=(NS,)
+    )
     for crd in all_crds():
         await cluster.create(CUSTOM_RESOURCE_DEFINITION, crd)
     facade = Facade(cluster, resources=resources, clock=lambda: 1_767_225_600.0)
@@ -131,7 +133,7 @@ async def test_throttled_request_carries_retry_after(served: Served) -> None:
 
 async def test_a_token_is_required_when_the_facade_has_one() -> None:
     # given a facade requiring a bearer token
-    facade = Facade(MemoryCluster(), token="s3cret")
+    facade = Facade(MemoryCluster(namespaces=(NS,)), token="s3cret")
     async with serve(facade) as url, aiohttp.ClientSession() as http:
         # when requests come without it, with a wrong one, with it, and to /version
         async with http.get(f"{url}/api/v1/namespaces") as anonymous:

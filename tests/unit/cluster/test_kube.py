@@ -72,7 +72,7 @@ def status(code: int, reason: str, message: str = "", **details: object) -> web.
 
 async def test_from_config_reads_a_kubeconfig_with_a_token(tmp_path: Path) -> None:
     # given a facade that requires a token, and the kubeconfig sim serve writes for it
-    facade = Facade(MemoryCluster(), token="s3cret")
+    facade = Facade(MemoryCluster(namespaces=(NS,)), token="s3cret")
     async with serve(facade) as url:
         path = tmp_path / "kubeconfig"
         write_kubeconfig(path, url, token="s3cret")
@@ -91,7 +91,7 @@ async def test_from_config_uses_the_kubeconfig_environment_variable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # given $KUBECONFIG naming a kubeconfig for a facade
-    async with serve(Facade(MemoryCluster())) as url:
+    async with serve(Facade(MemoryCluster(namespaces=(NS,)))) as url:
         path = tmp_path / "sim.kubeconfig"
         write_kubeconfig(path, url)
         monkeypatch.setenv("KUBECONFIG", str(path))
@@ -292,7 +292,10 @@ async def test_watch_error_event_raises_its_error_after_the_events_before_it() -
 
 async def test_a_silent_watch_ends_after_the_idle_timeout() -> None:
     # given a facade and an adapter that gives up on a watch silent for 0.1 s
-    async with serve(Facade(MemoryCluster())) as url, adapter(url, watch_idle_timeout=0.1) as cluster:
+    async with (
+        serve(Facade(MemoryCluster(namespaces=(NS,)))) as url,
+        adapter(url, watch_idle_timeout=0.1) as cluster,
+    ):
         listed = await cluster.list(CONFIG_MAP)
 
         # when nothing happens on the watch
@@ -338,7 +341,7 @@ async def test_watch_timeout_is_asked_of_the_server() -> None:
 async def test_emit_names_and_dates_an_event_like_the_memory_adapter() -> None:
     # given an adapter with a seeded generator and a fixed clock
     async with (
-        serve(Facade(MemoryCluster())) as url,
+        serve(Facade(MemoryCluster(namespaces=(NS,)))) as url,
         adapter(url, rng=random.Random(3), clock=lambda: 1_767_225_600.5) as cluster,
     ):
         graph = await cluster.create(DGD, dgd("graph"))

@@ -23,7 +23,7 @@ def anyio_backend() -> str:
 
 async def scenario(seed: int, *, with_faults: bool = False) -> tuple[bytes, list[bool]]:
     """A little history of writes and flaky reads; returns every object, encoded, and which reads failed."""
-    cluster = MemoryCluster(clock=lambda: 1_767_225_600.0, rng=random.Random(seed))
+    cluster = MemoryCluster(clock=lambda: 1_767_225_600.0, rng=random.Random(seed), namespaces=("ns",))
     if with_faults:
         cluster.faults.fail(ServerError("flaky"), verb="get", probability=0.5)
     graph = DynamoGraphDeployment(
@@ -58,7 +58,7 @@ async def test_fault_draws_do_not_change_the_objects() -> None:
 
 async def test_a_second_client_shares_the_objects_but_not_the_faults() -> None:
     """client(): same server (same objects, same resourceVersions), separate fault rules."""
-    operator = MemoryCluster(rng=random.Random(1))
+    operator = MemoryCluster(rng=random.Random(1), namespaces=("ns",))
     world = operator.client()
     operator.faults.fail(ServerError("aimed at the operator"), verb="create")
 

@@ -13,7 +13,7 @@ from dgd.actors.runtime import ManualClock, settle
 from dgd.cluster.errors import NotFound
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.protocol import Cluster
-from dgd.cluster.resources import CLUSTER_ROLE, LEASE, NAMESPACE, SECRET
+from dgd.cluster.resources import CLUSTER_ROLE, LEASE, SECRET
 from dgd.daemon.election import LeaderElector
 from dgd.daemon.lease import LeaseTiming
 from dgd.daemon.run import Daemon, DaemonSettings
@@ -31,14 +31,15 @@ TIMING = LeaseTiming(duration=15.0, renew_deadline=10.0, retry_period=2.0)
 
 def memory_cluster(clock: ManualClock, seed: int = 7) -> MemoryCluster:
     """A memory API server whose timestamps follow ``clock`` (from ``EPOCH``)."""
-    return MemoryCluster(clock=lambda: EPOCH + clock.now(), rng=random.Random(seed))
+    return MemoryCluster(
+        clock=lambda: EPOCH + clock.now(), rng=random.Random(seed), namespaces=(NS, LEASE_NS)
+    )
 
 
 async def install(cluster: MemoryCluster, config: OperatorConfig | None = None) -> None:
-    """What our chart and a real cluster provide: namespaces, the planner ClusterRole, the MPI Secret."""
+    """What our chart and a real cluster provide beside the namespaces ``memory_cluster`` starts with:
+    the planner ClusterRole and the MPI Secret."""
     config = config or OperatorConfig()
-    for ns in (NS, LEASE_NS):
-        await cluster.create(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     await cluster.create(
         CLUSTER_ROLE,
         {

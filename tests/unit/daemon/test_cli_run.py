@@ -156,7 +156,7 @@ def test_without_flags_leader_election_is_on_with_the_documented_durations() -> 
 @pytest.mark.anyio
 async def test_sigterm_stops_the_daemon_gracefully_and_releases_the_lease() -> None:
     # given the daemon running against a memory cluster, holding the lease
-    server = MemoryCluster()
+    server = MemoryCluster(namespaces=(LEASE_NS,))
     await install(server)
     settled = settle_flags(
         "--metrics-addr", "127.0.0.1:0", "--probe-addr", "127.0.0.1:0", "--lease-namespace", LEASE_NS,

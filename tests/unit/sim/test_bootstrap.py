@@ -18,7 +18,14 @@ async def test_the_cluster_starts_with_the_objects_the_default_operator_config_n
         roles = [role["metadata"]["name"] for role in (await sim.cluster.list(CLUSTER_ROLE)).items]
         secret = await sim.cluster.get(SECRET.key("dynamo-system", "mpi-run-ssh-secret"))
 
-    assert namespaces == ["dynamo-system", "team-a"]
+    assert namespaces == [
+        "default",
+        "dynamo-system",
+        "kube-node-lease",
+        "kube-public",
+        "kube-system",
+        "team-a",
+    ]
     assert roles == ["dynamo-operator-dgdr-profiling", "dynamo-operator-epp", "dynamo-operator-planner"]
     assert set(secret["data"]) == {"private.key", "private.key.pub"}
 

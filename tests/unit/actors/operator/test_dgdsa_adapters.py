@@ -108,7 +108,7 @@ class Child:
 
 @asynccontextmanager
 async def scaling_adapters() -> AsyncIterator[Child]:
-    cluster = MemoryCluster(clock=lambda: EPOCH, rng=random.Random(3))
+    cluster = MemoryCluster(clock=lambda: EPOCH, rng=random.Random(3), namespaces=(NS,))
     reader = Reader(cluster, Cache())  # nothing cached: every read goes to the API
     recorder = Recorder(cluster, instance="test", now=lambda: EPOCH)
     spec = ChildSpec(
