@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from dgd.cluster.errors import Cause, Invalid
+from dgd.cluster.errors import Invalid
 
 #: Lists of objects merged by a key, by the field name holding the list (the first key an item has).
 MERGE_KEYS: dict[str, tuple[str, ...]] = {
@@ -225,4 +225,4 @@ def _bad(message: str) -> Invalid:
 
 
 def _invalid(message: str) -> Invalid:
-    return Invalid(message, causes=(Cause("patch", message),))
+    return Invalid(message)

@@ -12,6 +12,7 @@ apply merge-patches the applied configuration, or creates the object (``facade_p
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -19,10 +20,11 @@ import msgspec
 from aiohttp import web
 
 from dgd.cluster import merge_patch
-from dgd.cluster.errors import Conflict, Invalid, NotFound
+from dgd.cluster.errors import Cause, Conflict, Invalid, NotFound
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.protocol import Preconditions, Propagation, Scale
 from dgd.cluster.resources import EVENT, ObjectKey, Resource
+from dgd.domain.crds import all_crds
 from dgd.messages.base import JSONObject
 from dgd.messages.timestamps import Clock
 from dgd.sim.apiserver.catalog import Catalog
@@ -132,6 +134,7 @@ class ResourceVerbs:
 
     async def _list(self, request: web.Request, target: Target) -> web.StreamResponse:
         query, resource = request.query, target.resource
+        _check_version_match(query.get("resourceVersion"), query.get("resourceVersionMatch"))
         selector = field_selector(query.get("fieldSelector"))
         printer = await self._printer(request, target)
         if flag(query.get("watch")):
@@ -180,15 +183,28 @@ class ResourceVerbs:
         printer = await self._printer(request, target)
         return respond(printer.row(obj) if printer is not None else obj)
 
+    def _strict(self, request: web.Request, resource: Resource[Any], obj: JSONObject) -> None:
+        """``fieldValidation=Strict``: a field the kind's CRD schema does not have is a 400. (Built-in
+        kinds are not checked: the facade has no schema for them.)"""
+        if request.query.get("fieldValidation") != "Strict":
+            return
+        schema = crd_schemas().get((resource.group, resource.plural))
+        unknown = sorted(unknown_fields(obj, schema, "")) if schema is not None else []
+        if unknown:
+            fields = ", ".join(f'unknown field "{field}"' for field in unknown)
+            raise Invalid(f"strict decoding error: {fields}", bad_request=True)
+
     async def _create(self, request: web.Request, target: Target) -> web.StreamResponse:
         obj = _in_namespace(
             await object_body(request), target.namespace if target.resource.namespaced else None
         )
+        self._strict(request, target.resource, obj)
         return respond(await self.cluster.create(target.resource, obj), status=201)
 
     async def _replace(self, request: web.Request, target: Target) -> web.StreamResponse:
         key = target.key()
         obj = _named(_in_namespace(await object_body(request), key.namespace), key.name)
+        self._strict(request, target.resource, obj)
         if target.subresource == "status":
             return respond(await self.cluster.replace_status(target.resource, obj))
         return respond(await self.cluster.replace(target.resource, obj))
@@ -199,6 +215,11 @@ class ResourceVerbs:
         if kind == MERGE_PATCH:
             return respond(await patch(key, await object_body(request)))
         if kind == APPLY_PATCH:
+            if not request.query.get("fieldManager"):
+                cause = Cause("fieldManager", "Required value: is required for apply patch")
+                raise Invalid(
+                    'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value', causes=(cause,)
+                )
             return await self._apply(key, await object_body(request), status=status)
         if kind == JSON_PATCH:
             operations = await body(request)
@@ -380,3 +401,64 @@ async def _delete_options(request: web.Request) -> tuple[Propagation | None, Pre
         preconditions = Preconditions(uid=found.get("uid"), resource_version=found.get("resourceVersion"))
     propagation: Propagation | None = policy
     return propagation, preconditions
+
+
+def _check_version_match(version: str | None, match: str | None) -> None:
+    """The API server's checks of ``resourceVersionMatch`` on a list (422 naming the parameter)."""
+    if not match:
+        return
+    why = None
+    if match not in ("NotOlderThan", "Exact"):
+        why = f'Unsupported value: "{match}": supported values: "Exact", "NotOlderThan"'
+    elif not version:
+        why = "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided"
+    elif match == "Exact" and version == "0":
+        why = 'Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"'
+    if why is not None:
+        cause = Cause("resourceVersionMatch", why)
+        raise Invalid(f'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: {why}', causes=(cause,))
+
+
+@functools.cache
+def crd_schemas() -> dict[tuple[str, str], JSONObject]:
+    """The OpenAPI schema of each CRD the facade serves, by (group, plural)."""
+    return {
+        (crd["spec"]["group"], crd["spec"]["names"]["plural"]): crd["spec"]["versions"][0]["schema"][
+            "openAPIV3Schema"
+        ]
+        for crd in all_crds()
+    }
+
+
+def unknown_fields(value: Any, schema: JSONObject, path: str) -> list[str]:
+    """The paths in ``value`` its structural ``schema`` has no field for (``metadata`` is the API's)."""
+    if schema.get("x-kubernetes-preserve-unknown-fields") or path == "metadata":
+        return []
+    if isinstance(value, dict):
+        properties = schema.get("properties")
+        if properties is None:
+            extra = schema.get("additionalProperties")
+            if isinstance(extra, dict):
+                return [
+                    f
+                    for key, item in value.items()
+                    for f in unknown_fields(item, extra, f"{path}.{key}" if path else key)
+                ]
+            return []
+        found = []
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else key
+            if key in ("apiVersion", "kind") and not path:
+                continue
+            if key not in properties:
+                found.append(where)
+            else:
+                found += unknown_fields(item, properties[key], where)
+        return found
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [
+            f
+            for index, item in enumerate(value)
+            for f in unknown_fields(item, schema["items"], f"{path}[{index}]")
+        ]
+    return []
