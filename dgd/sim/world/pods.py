@@ -278,4 +278,13 @@ def _status(pod: JSONObject, *, phase: str, ready: bool, now: float) -> JSONObje
     status: JSONObject = {"phase": phase, "conditions": conditions}
     if ready:
         status["startTime"] = (pod.get("status") or {}).get("startTime") or stamp
+        # One running, ready status per container, as a kubelet reports them (kubectl's READY column).
+        status["containerStatuses"] = [
+            {
+                "name": container.get("name"), "image": container.get("image") or "", "imageID": "",
+                "ready": True, "started": True, "restartCount": 0,
+                "state": {"running": {"startedAt": status["startTime"]}},
+            }
+            for container in (pod.get("spec") or {}).get("containers") or []
+        ]  # fmt: skip
     return status
