@@ -62,7 +62,7 @@ def rule(group: str, resources: list[str], verbs: list[str], names: list[str] | 
 # kinds it does not watch and for re-reads after a lost race.
 OPERATOR_RULES = [
     rule(NVIDIA, ["dynamographdeployments"], ["get", "list", "watch", "update", "patch"]),
-    rule(NVIDIA, ["dynamographdeployments/status"], ["update"]),
+    rule(NVIDIA, ["dynamographdeployments/status"], ["patch"]),
     rule(
         NVIDIA,
         ["dynamographdeploymentscalingadapters"],
@@ -79,7 +79,7 @@ OPERATOR_RULES = [
     rule(CORE, ["pods"], ["list", "watch"]),
     rule(RBAC, ["roles"], ["create", "get", "list", "watch", "patch"]),
     rule(RBAC, ["rolebindings"], ["create", "get", "list", "watch", "patch"]),
-    rule("events.k8s.io", ["events"], ["create"]),
+    rule("events.k8s.io", ["events"], ["create", "patch"]),
 ]
 # Cluster-wide only: the planner's RoleBinding in each namespace is updated when its subjects drift and
 # replaced when its ClusterRole changes (a roleRef is immutable).

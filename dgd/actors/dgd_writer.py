@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from msgspec import structs
+import msgspec
 
 from dgd.actors.cache import Cache
 from dgd.actors.recorder import Recorder
+from dgd.cluster import merge_patch
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import DGD
 from dgd.domain.worker_generation import (
@@ -51,8 +52,15 @@ class DGDWriter:
         return await self._patch(dgd, {"finalizers": finalizers or None})
 
     async def write_status(self, dgd: DynamoGraphDeployment, status: DGDStatus) -> DynamoGraphDeployment:
-        """Replace the status subresource with ``status``."""
-        written = await self._cluster.replace_status(DGD, structs.replace(dgd, status=status))
+        """Write ``status`` as a merge patch of what changed since ``dgd.status``, at ``dgd``'s
+        resourceVersion: status fields this operator does not model (another writer's, a newer
+        operator's) are left as they are stored."""
+        before = msgspec.to_builtins(dgd.status) if dgd.status is not None else {}
+        change = merge_patch.diff(before, msgspec.to_builtins(status))
+        key = DGD.key(dgd.metadata.namespace, dgd.metadata.name or "")
+        written = await self._cluster.patch_status(
+            key, {"status": change}, resource_version=dgd.metadata.resource_version
+        )
         self._cache.observe(DGD, written)
         return written
 

@@ -73,7 +73,7 @@ class AdapterActor(Reconciler):
         cluster: Cluster,
         cache: Cache,
         wall: Callable[[], float],
-        instance: str,
+        recorder: Recorder,
         retry: Backoff = RETRY_BACKOFF,
         reconciles: ReconcileObserver | None = None,
     ) -> None:
@@ -81,7 +81,7 @@ class AdapterActor(Reconciler):
         self._cluster = cluster
         self._cache = cache
         self._wall = wall
-        self._recorder = Recorder(cluster, instance=instance, now=wall)
+        self._recorder = recorder
 
     async def receive(self, message: Nudge) -> None:
         self._cancel_timer()
@@ -172,4 +172,4 @@ class AdapterActor(Reconciler):
 
     async def _emit(self, adapter: Adapter, record: EventRecord) -> None:
         """Record an event about the adapter (best effort: a refusal is logged and dropped)."""
-        await self._recorder.emit_regarding(adapter.metadata.namespace, adapter_reference(adapter), record)
+        self._recorder.emit_regarding(adapter.metadata.namespace, adapter_reference(adapter), record)

@@ -65,6 +65,7 @@ from dgd.messages.component import WORKER_TYPES
 from dgd.messages.config import OperatorConfig
 
 OPERATOR = "/operator"
+EVENTS = "/events"
 DGDS = f"{OPERATOR}/dgds"
 ADAPTERS = f"{OPERATOR}/adapters"
 ROUTER = f"{OPERATOR}/router"
@@ -135,7 +136,11 @@ def operator_children(
         cluster, cache if cache is not None else Cache(), config=config, wall=wall, instance=instance,
         keys=keys, reconciles=reconciles, workers=workers,
     )  # fmt: skip
-    return [ChildSpec(OPERATOR[1:], lambda: wiring.operator(watched(config), scopes, resync), shutdown=60.0)]
+    return [
+        # Events are posted beside the operator, so a restart of either leaves the other alone.
+        ChildSpec(EVENTS[1:], wiring.recorder.poster, Restart.PERMANENT, shutdown=5.0),
+        ChildSpec(OPERATOR[1:], lambda: wiring.operator(watched(config), scopes, resync), shutdown=60.0),
+    ]
 
 
 class _Wiring:
@@ -199,7 +204,7 @@ class _Wiring:
         def build() -> AdapterActor:
             return AdapterActor(
                 namespace, name, cluster=self.cluster, cache=self.cache, wall=self.wall,
-                instance=self.instance, reconciles=self.reconciles,
+                recorder=self.recorder, reconciles=self.reconciles,
             )  # fmt: skip
 
         return ChildSpec(f"{namespace}/{name}", build, Restart.TRANSIENT, shutdown=10.0)

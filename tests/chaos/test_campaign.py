@@ -19,6 +19,7 @@ import pytest
 
 from dgd.actors.children.shared_resources import SharedResources
 from dgd.actors.dgd import DGDActor
+from dgd.actors.recorder import reference
 from dgd.cli import main
 from dgd.cluster.errors import NotFound
 from dgd.cluster.resources import SERVICE_ACCOUNT
@@ -81,7 +82,9 @@ async def _events_before_status(
     if status == dgd.status:
         return
     for event in events or ():
-        await self._recorder.emit(dgd, event)
+        # posted straight away, not told to the poster: the API sees it before the status
+        recorder = self._recorder
+        await recorder.cluster.emit(recorder.event(dgd.metadata.namespace, reference(dgd), event))
     await self._dgd_writer.write_status(dgd, status)
 
 

@@ -6,8 +6,8 @@ import pytest
 
 from dgd.cluster.errors import Conflict, Invalid, NotFound
 from dgd.cluster.protocol import Cluster
-from dgd.cluster.resources import DEPLOYMENT, DGDSA
-from tests.conformance.builders import NS, adapter, deployment
+from dgd.cluster.resources import CONFIG_MAP, DEPLOYMENT, DGDSA
+from tests.conformance.builders import NS, adapter, config_map, deployment
 
 pytestmark = pytest.mark.anyio
 
@@ -36,31 +36,32 @@ async def test_merge_patch_merges_objects_removes_nulls_and_replaces_lists(clust
 
 
 async def test_merge_patch_with_the_current_resource_version_applies(cluster: Cluster) -> None:
-    """A patch carrying metadata.resourceVersion is conditional; the current one passes."""
-    created = await cluster.create(DEPLOYMENT, deployment("web"))
+    """A patch carrying metadata.resourceVersion is conditional; the current one passes. (A kind no
+    controller writes: a real Deployment controller moves the resourceVersion on at once.)"""
+    created = await cluster.create(CONFIG_MAP, config_map("web", data={"replicas": "2"}))
 
     patched = await cluster.patch(
-        DEPLOYMENT.key(NS, "web"),
-        {"spec": {"replicas": 5}},
+        CONFIG_MAP.key(NS, "web"),
+        {"data": {"replicas": "5"}},
         resource_version=created["metadata"]["resourceVersion"],
     )
 
-    assert patched["spec"]["replicas"] == 5
+    assert patched["data"]["replicas"] == "5"
 
 
 async def test_merge_patch_with_a_stale_resource_version_is_conflict(cluster: Cluster) -> None:
     """A conditional patch against a resourceVersion that moved on: 409, nothing applied."""
-    created = await cluster.create(DEPLOYMENT, deployment("web", replicas=2))
-    await cluster.patch(DEPLOYMENT.key(NS, "web"), {"spec": {"replicas": 3}})
+    created = await cluster.create(CONFIG_MAP, config_map("web", data={"replicas": "2"}))
+    await cluster.patch(CONFIG_MAP.key(NS, "web"), {"data": {"replicas": "3"}})
 
     with pytest.raises(Conflict):
         await cluster.patch(
-            DEPLOYMENT.key(NS, "web"),
-            {"spec": {"replicas": 9}},
+            CONFIG_MAP.key(NS, "web"),
+            {"data": {"replicas": "9"}},
             resource_version=created["metadata"]["resourceVersion"],
         )
 
-    assert (await cluster.get(DEPLOYMENT.key(NS, "web")))["spec"]["replicas"] == 3
+    assert (await cluster.get(CONFIG_MAP.key(NS, "web")))["data"]["replicas"] == "3"
 
 
 async def test_merge_patch_without_resource_version_is_unconditional(cluster: Cluster) -> None:

@@ -1,5 +1,7 @@
 """The verbs on resource paths of the HTTP facade: each request is one port call on the memory cluster.
 
+Over 400 lines: every verb of a resource path, with its subresources, reads best in one place.
+
 ``ResourceVerbs.serve`` answers a request for a collection, an object, or its ``status`` or
 ``scale`` subresource: list (``labelSelector``, ``fieldSelector``) or watch, get, create, update,
 patch, delete, deletecollection — and the read-only core/v1 view of events (``facade_events``).
@@ -12,7 +14,6 @@ apply merge-patches the applied configuration, or creates the object (``facade_p
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -24,13 +25,13 @@ from dgd.cluster.errors import Cause, Conflict, Invalid, NotFound
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.protocol import Preconditions, Propagation, Scale
 from dgd.cluster.resources import EVENT, ObjectKey, Resource
-from dgd.domain.crds import all_crds
 from dgd.messages.base import JSONObject
 from dgd.messages.timestamps import Clock
 from dgd.sim.apiserver.catalog import Catalog
 from dgd.sim.apiserver.events import CORE_EVENT, to_core
 from dgd.sim.apiserver.patch import json_patch, strategic_merge
 from dgd.sim.apiserver.table import Printer
+from dgd.sim.apiserver.validation import check_version_match, crd_schemas, unknown_fields
 from dgd.sim.apiserver.watch import WatchStreams
 from dgd.sim.apiserver.wire import (
     APPLY_PATCH,
@@ -134,7 +135,7 @@ class ResourceVerbs:
 
     async def _list(self, request: web.Request, target: Target) -> web.StreamResponse:
         query, resource = request.query, target.resource
-        _check_version_match(query.get("resourceVersion"), query.get("resourceVersionMatch"))
+        check_version_match(query.get("resourceVersion"), query.get("resourceVersionMatch"))
         selector = field_selector(query.get("fieldSelector"))
         printer = await self._printer(request, target)
         if flag(query.get("watch")):
@@ -401,64 +402,3 @@ async def _delete_options(request: web.Request) -> tuple[Propagation | None, Pre
         preconditions = Preconditions(uid=found.get("uid"), resource_version=found.get("resourceVersion"))
     propagation: Propagation | None = policy
     return propagation, preconditions
-
-
-def _check_version_match(version: str | None, match: str | None) -> None:
-    """The API server's checks of ``resourceVersionMatch`` on a list (422 naming the parameter)."""
-    if not match:
-        return
-    why = None
-    if match not in ("NotOlderThan", "Exact"):
-        why = f'Unsupported value: "{match}": supported values: "Exact", "NotOlderThan"'
-    elif not version:
-        why = "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided"
-    elif match == "Exact" and version == "0":
-        why = 'Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"'
-    if why is not None:
-        cause = Cause("resourceVersionMatch", why)
-        raise Invalid(f'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: {why}', causes=(cause,))
-
-
-@functools.cache
-def crd_schemas() -> dict[tuple[str, str], JSONObject]:
-    """The OpenAPI schema of each CRD the facade serves, by (group, plural)."""
-    return {
-        (crd["spec"]["group"], crd["spec"]["names"]["plural"]): crd["spec"]["versions"][0]["schema"][
-            "openAPIV3Schema"
-        ]
-        for crd in all_crds()
-    }
-
-
-def unknown_fields(value: Any, schema: JSONObject, path: str) -> list[str]:
-    """The paths in ``value`` its structural ``schema`` has no field for (``metadata`` is the API's)."""
-    if schema.get("x-kubernetes-preserve-unknown-fields") or path == "metadata":
-        return []
-    if isinstance(value, dict):
-        properties = schema.get("properties")
-        if properties is None:
-            extra = schema.get("additionalProperties")
-            if isinstance(extra, dict):
-                return [
-                    f
-                    for key, item in value.items()
-                    for f in unknown_fields(item, extra, f"{path}.{key}" if path else key)
-                ]
-            return []
-        found = []
-        for key, item in value.items():
-            where = f"{path}.{key}" if path else key
-            if key in ("apiVersion", "kind") and not path:
-                continue
-            if key not in properties:
-                found.append(where)
-            else:
-                found += unknown_fields(item, properties[key], where)
-        return found
-    if isinstance(value, list) and isinstance(schema.get("items"), dict):
-        return [
-            f
-            for index, item in enumerate(value)
-            for f in unknown_fields(item, schema["items"], f"{path}[{index}]")
-        ]
-    return []

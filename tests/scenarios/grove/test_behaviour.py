@@ -133,7 +133,7 @@ async def test_a_status_write_conflict_emits_no_event_and_the_next_reconcile_con
         # given a graph packed by rack, and status writes that will conflict twice
         rule = stage.sim.cluster.faults.fail(
             Conflict("the object has been modified"),
-            verb="update",
+            verb="patch",
             resource=DGD,
             subresource="status",
             times=2,

@@ -121,7 +121,7 @@ async def test_a_reconcile_that_outlives_the_shutdown_timeout_is_cancelled_and_t
     a = daemon(client, clock, "a", shutdown_timeout=5.0)
     async with running(a) as [run]:
         # given a reconcile stuck in a status write that takes an hour
-        client.faults.delay(3600.0, verb="update", resource=str(DGD), subresource="status")
+        client.faults.delay(3600.0, verb="patch", resource=str(DGD), subresource="status")
         await server.create(DGD, msgspec.convert(manifest(), DynamoGraphDeployment))
         await settle()
 
@@ -175,7 +175,7 @@ async def test_a_lease_lost_while_draining_cuts_the_drain_short_and_exits_1() ->
     a = daemon(client, clock, "a", timing=timing)
     async with running(a) as [run]:
         # given a daemon draining a reconcile stuck in an hour-long status write
-        client.faults.delay(3600.0, verb="update", resource=str(DGD), subresource="status")
+        client.faults.delay(3600.0, verb="patch", resource=str(DGD), subresource="status")
         await server.create(DGD, msgspec.convert(manifest(), DynamoGraphDeployment))
         await settle()
         a.stop()

@@ -19,6 +19,7 @@ import yaml
 
 from dgd.actors import dgd as dgd_actor
 from dgd.actors.children import grove_scaler
+from dgd.actors.recorder import reference
 from dgd.actors.runtime.ref import current_actor
 from dgd.cluster.resources import DCD, DGD
 from dgd.messages.config import OperatorConfig
@@ -72,7 +73,9 @@ def test_an_event_emitted_before_its_status_is_written_breaks_events_follow_stat
         if status == dgd.status:
             return
         for event in events or ():
-            await self._recorder.emit(dgd, event)
+            # posted straight away, not told to the poster: the API sees it before the status
+            recorder = self._recorder
+            await recorder.cluster.emit(recorder.event(dgd.metadata.namespace, reference(dgd), event))
         await self._dgd_writer.write_status(dgd, status)
 
     def bug() -> None:

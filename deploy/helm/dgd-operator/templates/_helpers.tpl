@@ -40,7 +40,7 @@ fromJsonArray); empty in cluster-wide mode. Rendering fails unless each is a nam
   verbs: [get, list, watch, update, patch]
 - apiGroups: [nvidia.com]
   resources: [dynamographdeployments/status]
-  verbs: [update]
+  verbs: [patch]
 - apiGroups: [nvidia.com]
   resources: [dynamographdeploymentscalingadapters]
   verbs: [create, get, list, watch, patch, delete]
@@ -78,7 +78,7 @@ fromJsonArray); empty in cluster-wide mode. Rendering fails unless each is a nam
   verbs: [create, get, list, watch, patch]
 - apiGroups: [events.k8s.io]
   resources: [events]
-  verbs: [create]
+  verbs: [create, patch]
 {{- if eq (toString .Values.featureGates.grove) "false" }}
 - apiGroups: [grove.io]
   resources: [podcliquesets]

@@ -79,7 +79,7 @@ async def test_a_new_dgd_is_pending_until_grove_reports_every_child_ready() -> N
             },
         )
         assert await op.events() == CREATED
-        assert op.writes["update DynamoGraphDeployment/status"] == 1
+        assert op.writes["patch DynamoGraphDeployment/status"] == 1
 
 
 async def test_a_dgd_is_successful_once_grove_accepted_and_ran_every_child() -> None:
@@ -105,7 +105,7 @@ async def test_a_dgd_is_successful_once_grove_accepted_and_ran_every_child() -> 
         )
         # and no event was added by the status transitions (none is catalogued for Ready)
         assert await op.events() == CREATED
-        assert op.writes["update DynamoGraphDeployment/status"] == 2
+        assert op.writes["patch DynamoGraphDeployment/status"] == 2
 
 
 async def test_a_successful_dgd_makes_no_api_write_for_a_hundred_nudges() -> None:
@@ -285,7 +285,7 @@ async def test_a_conflicting_status_write_emits_no_event_and_the_next_reconcile_
         await op.apply(topology_manifest())
         rule = op.operator_client.faults.fail(
             Conflict("the object has been modified"),
-            verb="update",
+            verb="patch",
             resource=DGD,
             subresource="status",
             times=1,
@@ -339,6 +339,6 @@ async def test_a_dgd_that_fails_validation_gets_every_message_and_nothing_else_i
             "component names "
             "must be unique case-insensitively",
         ]
-        assert dict(op.writes) == {"update DynamoGraphDeployment/status": 1}
+        assert dict(op.writes) == {"patch DynamoGraphDeployment/status": 1}
         assert dgd.metadata.finalizers is None
         assert await op.events() == []

@@ -42,7 +42,7 @@ async def test_an_unsupported_provider_value_fails_terminally_without_other_writ
             'or "component"; the provider cannot change after creation, so recreate the DGD to '
             "choose another",
         )
-        assert dict(op.writes) == {"update DynamoGraphDeployment/status": 1}
+        assert dict(op.writes) == {"patch DynamoGraphDeployment/status": 1}
 
 
 async def test_a_dgd_that_opts_out_of_grove_is_on_the_component_pathway() -> None:
@@ -90,7 +90,7 @@ async def test_a_feature_this_release_cannot_reconcile_fails_naming_the_field() 
             "spec.components[1].experimental.gpuMemoryService: GPU memory service (DRA resource claim "
             "templates) is not supported yet by dgd-operator",
         )
-        assert set(op.writes) == {"patch DynamoGraphDeployment", "update DynamoGraphDeployment/status"}
+        assert set(op.writes) == {"patch DynamoGraphDeployment", "patch DynamoGraphDeployment/status"}
 
 
 async def test_deleting_a_dgd_runs_its_finalizer_and_garbage_collection_removes_its_children() -> None:

@@ -114,7 +114,8 @@ async def scaling_adapters() -> AsyncIterator[Child]:
     spec = ChildSpec(
         "scaling-adapters", lambda: ScalingAdapters(cluster=cluster, reader=reader, recorder=recorder)
     )
-    async with ActorSystem([spec], clock=ManualClock(), random=random.Random(3)) as system:
+    events = ChildSpec("events", recorder.poster)
+    async with ActorSystem([events, spec], clock=ManualClock(), random=random.Random(3)) as system:
         yield Child(cluster, system.ref("/scaling-adapters"))
 
 
