@@ -34,3 +34,5 @@ async def daemons(real: RealCluster, tmp_path: Path) -> AsyncIterator[Operators]
         yield started
     finally:
         started.stop_all()
+        for operator in started.started:  # shown by pytest only when the test fails
+            print(f"--- the last lines of {operator.instance}'s log:\n{operator.tail(80)}")

@@ -104,6 +104,39 @@ class RealCluster:
                 return False
         return True
 
+    async def settle(self, *names: str, timeout: float) -> None:
+        """Wait until every DGD named is ``successful``; on timeout fail with what each one that is not
+        reports (state, conditions), so a failure on CI says where the graph stopped."""
+        try:
+            await eventually(
+                lambda: self.converged(*names), timeout=timeout, what=f"{', '.join(names)} successful"
+            )
+        except AssertionError as error:
+            raise AssertionError(f"{error}\n{await self.describe(*names)}") from None
+
+    async def describe(self, *names: str) -> str:
+        """One paragraph per DGD named that is not ``successful``: its state and its conditions."""
+        lines: list[str] = []
+        for name in names:
+            try:
+                dgd = await self.dgd(name)
+            except NotFound:
+                lines.append(f"{name}: not found")
+                continue
+            status = dgd.get("status") or {}
+            if status.get("state") == "successful":
+                continue
+            lines.append(
+                f"{name}: generation {dgd['metadata'].get('generation')}, state {status.get('state')!r}, "
+                f"observedGeneration {status.get('observedGeneration')}"
+            )
+            for condition in status.get("conditions") or []:
+                lines.append(
+                    f"  {condition.get('type')}={condition.get('status')} {condition.get('reason')}: "
+                    f"{condition.get('message')}"
+                )
+        return "\n".join(lines)
+
     async def gone(self, name: str) -> bool:
         try:
             await self.dgd(name)
@@ -196,6 +229,8 @@ async def world(cluster: RealCluster, directory: Path, *flags: str) -> AsyncIter
         yield running
     finally:
         running.stop()
+        # Shown by pytest only when the test fails.
+        print(f"--- the last lines of sim world's log:\n{running.tail(60)}")
 
 
 @dataclass

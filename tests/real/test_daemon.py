@@ -64,7 +64,7 @@ async def test_the_upstream_examples_reach_successful_one_at_a_time_then_all_tog
             await real.apply({**document, "metadata": {**document["metadata"], "name": name}})
 
             # then it reaches successful, and is gone again after its deletion (finalizer released)
-            await eventually(lambda n=name: real.converged(n), timeout=90, what=f"{name} is successful")
+            await real.settle(name, timeout=90)
             await real.kube.delete(real.dgd_key(name))
             await eventually(lambda n=name: real.gone(n), timeout=60, what=f"{name} is deleted")
 
@@ -74,7 +74,7 @@ async def test_the_upstream_examples_reach_successful_one_at_a_time_then_all_tog
 
         # then every one reaches successful
         names = [name for name, _ in graphs]
-        await eventually(lambda: real.converged(*names), timeout=180, what="every example is successful")
+        await real.settle(*names, timeout=180)
 
 
 async def test_a_standby_takes_over_when_the_leader_is_killed(
@@ -87,7 +87,7 @@ async def test_a_standby_takes_over_when_the_leader_is_killed(
         await eventually(lambda: real.holder_is("first"), timeout=30, what="first leads")
         await daemons.start("second", flags=run_flags(config))
         await real.apply(manifest(UPSTREAM_EXAMPLES[0], name="before"))
-        await eventually(lambda: real.converged("before"), timeout=90, what="before is successful")
+        await real.settle("before", timeout=90)
 
         # when the leader is SIGKILLed
         first.kill(signal.SIGKILL)
@@ -96,7 +96,7 @@ async def test_a_standby_takes_over_when_the_leader_is_killed(
         # then the standby takes the lease and reconciles a graph applied after
         await eventually(lambda: real.holder_is("second"), timeout=30, what="second leads")
         await real.apply(manifest(UPSTREAM_EXAMPLES[0], name="after"))
-        await eventually(lambda: real.converged("after"), timeout=90, what="after is successful")
+        await real.settle("after", timeout=90)
 
 
 async def test_a_daemon_killed_mid_reconcile_restarts_without_duplicate_children_and_then_writes_nothing(
@@ -122,7 +122,7 @@ async def test_a_daemon_killed_mid_reconcile_restarts_without_duplicate_children
         second = await daemons.start("second", flags=run_flags(config))
 
         # then every graph converges, no child was created twice or deleted
-        await eventually(lambda: real.converged(*names), timeout=120, what="every graph is successful")
+        await real.settle(*names, timeout=120)
         assert creations.recreated() == {}
         assert creations.deleted == []
 

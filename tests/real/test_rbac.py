@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from tests.conftest import kubectl
-from tests.e2e.harness import Operators, eventually
+from tests.e2e.harness import Operators
 from tests.real.harness import LEASE_NS, UPSTREAM_EXAMPLES, RealCluster, manifest, world
 from tests.unit.deploy.generator import generate
 
@@ -92,9 +92,5 @@ async def test_the_daemon_as_its_service_account_reconciles_both_pathways_with_n
         await real.apply(manifest(UPSTREAM_EXAMPLES[1], name="component-disagg", component=True))
 
         # then both reach successful, and the API server refused none of the daemon's requests
-        await eventually(
-            lambda: real.converged("grove-agg", "component-disagg"),
-            timeout=120,
-            what="both graphs are successful",
-        )
+        await real.settle("grove-agg", "component-disagg", timeout=120)
         assert await refused(operator) == 0, operator.tail()
