@@ -194,6 +194,15 @@ class Cache:
         self._tell(rid, event_type, old, obj)
         return old
 
+    def drop_unreadable(self, resource: Resource[Any], namespace: str | None, name: str) -> Any:
+        """Drop one object the operator can no longer read (its listeners hear a deletion); returns the
+        version dropped, if one was held."""
+        rid = str(resource)
+        old = self._drop(rid, (namespace, name))
+        if old is not None:
+            self._tell(rid, "DELETED", old, old)
+        return old
+
     def passed_over(self, resource: Resource[Any], event_type: str, obj: Any) -> None:
         """Tell the listeners of a watch event the cache does not apply (``outdated``): a recorder
         still wants to know that version existed."""

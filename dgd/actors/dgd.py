@@ -45,8 +45,9 @@ from dgd.actors.programs.component import ComponentProgram
 from dgd.actors.programs.grove import GroveProgram
 from dgd.actors.programs.result import Program
 from dgd.actors.programs.steps import ProgramParts
-from dgd.actors.reconciler import DGD_CONTROLLER, RETRY_BACKOFF, Nudge, ReconcileObserver, Reconciler
+from dgd.actors.reconciler import DGD_CONTROLLER, Nudge, ReconcileObserver, Reconciler
 from dgd.actors.recorder import Recorder
+from dgd.actors.retries import Intent, Retries
 from dgd.actors.runtime import (
     Actor,
     Backoff,
@@ -64,7 +65,7 @@ from dgd.cluster.resources import DCD, DGD, PCS
 from dgd.domain.admission.defaulting import WORKLOAD_PROVIDER, default_in_memory
 from dgd.domain.admission.errors import FieldError
 from dgd.domain.admission.validation import validate_create
-from dgd.domain.events import EventRecord
+from dgd.domain.events import INTERNAL_ERROR, EventRecord, reconcile_error
 from dgd.domain.preflight import checkpoint_preflight
 from dgd.domain.projection import (
     FAILED_TO_HANDLE_FINALIZER,
@@ -95,6 +96,7 @@ class Outcome(enum.Enum):
     DONE = "done"  #: converged as far as it can now: wait for the next watch event
     RETRY = "retry"  #: failed in a way that may heal: again after a backoff
     WAIT = "wait"  #: failed terminally: wait for the DGD to change
+    CRASHED = "crashed"  #: failed on an internal error: again after a backoff, whatever happens meanwhile
 
 
 #: How the DGD actor supervises its children.
@@ -120,11 +122,11 @@ class DGDActor(Reconciler):
         config: OperatorConfig,
         wall: Callable[[], float],
         keys: Callable[[], KeyPair],
-        retry: Backoff = RETRY_BACKOFF,
+        retries: Retries | None = None,
         reconciles: ReconcileObserver | None = None,
         workers: Workers | None = None,
     ) -> None:
-        super().__init__(namespace, name, retry=retry, reconciles=reconciles)
+        super().__init__(namespace, name, retries=retries, reconciles=reconciles)
         self._workers = workers
         self._cluster = cluster
         self._reader = reader
@@ -138,24 +140,39 @@ class DGDActor(Reconciler):
 
     async def receive(self, message: Nudge) -> None:
         self._cancel_timer()
+        intent = self._intent()
+        if self._deferred(intent):
+            return
         if self._workers is None:
-            await self._reconcile_and_report()
+            await self._reconcile_and_report(intent)
             return
         # Nudges that arrive while this waits for a worker coalesce into one more reconcile; none is
         # granted once the operator drains.
-        async with self._workers.slot(f"{self._namespace}/{self._name}") as granted:
+        async with self._workers.slot(self._key) as granted:
             if granted:
-                await self._reconcile_and_report()
+                await self._reconcile_and_report(intent)
 
-    async def _reconcile_and_report(self) -> None:
+    def _intent(self) -> Intent | None:
+        dgd = self._reader.cache.get(DGD, self._namespace, self._name)
+        return None if dgd is None else (dgd.metadata.generation, bool(dgd.metadata.deletion_timestamp))
+
+    async def _reconcile_and_report(self, intent: Intent | None) -> None:
         with self._reporting() as report:
             try:
                 outcome = await self._reconcile()
             except (ClusterError, ConflictingProviders) as error:
                 logger.info("%s/%s: reconcile failed, will retry: %s", self._namespace, self._name, error)
                 outcome = Outcome.RETRY
-            if outcome is Outcome.RETRY:
-                self._schedule_retry()
+            except Exception:
+                # A bug (ours, or a shape of object we did not foresee) fails this DGD only, as
+                # controller-runtime recovers a reconciler's panic: said to the user in words, retried.
+                logger.exception(
+                    "%s/%s: reconcile failed unexpectedly, will retry", self._namespace, self._name
+                )
+                await self._report_internal_error()
+                outcome = Outcome.CRASHED
+            if outcome in (Outcome.RETRY, Outcome.CRASHED):
+                self._schedule_retry(intent, hold=outcome is Outcome.CRASHED)
                 report.result = "requeue"
             else:
                 self._succeeded()
@@ -342,8 +359,22 @@ class DGDActor(Reconciler):
         for event in events or ():
             await self._recorder.emit(written, event)
 
-    async def _persist_quietly(self, dgd: DynamoGraphDeployment, status: DGDStatus) -> None:
+    async def _persist_quietly(
+        self, dgd: DynamoGraphDeployment, status: DGDStatus, events: list[EventRecord] | None = None
+    ) -> None:
         try:
-            await self._persist(dgd, status)
+            await self._persist(dgd, status, events)
         except ClusterError as error:
             logger.info("%s/%s: status not written: %s", self._namespace, self._name, error)
+
+    async def _report_internal_error(self) -> None:
+        """Say on the DGD that its reconcile failed on an internal error (best effort: an error here is
+        logged and the retry stands)."""
+        dgd = self._reader.cache.get(DGD, self._namespace, self._name)
+        if dgd is None or dgd.metadata.deletion_timestamp:
+            return
+        status = self._failed(dgd, FAILED_TO_RECONCILE, INTERNAL_ERROR)
+        try:
+            await self._persist_quietly(dgd, status, [reconcile_error(INTERNAL_ERROR)])
+        except Exception:
+            logger.exception("%s/%s: the internal error could not be reported", self._namespace, self._name)

@@ -33,9 +33,9 @@ import logging
 from collections.abc import Callable
 
 from dgd.actors.cache import Cache
-from dgd.actors.reconciler import ADAPTER_CONTROLLER, RETRY_BACKOFF, Nudge, ReconcileObserver, Reconciler
+from dgd.actors.reconciler import ADAPTER_CONTROLLER, Nudge, ReconcileObserver, Reconciler
 from dgd.actors.recorder import Recorder
-from dgd.actors.runtime import Backoff
+from dgd.actors.retries import Intent, Retries
 from dgd.cluster.errors import ClusterError, Conflict, NotFound
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import DGD, DGDSA
@@ -48,7 +48,7 @@ from dgd.domain.adapters import (
     scaled_component,
     update_failed,
 )
-from dgd.domain.events import EventRecord
+from dgd.domain.events import INTERNAL_ERROR, EventRecord, reconcile_error
 from dgd.messages.base import JSONObject
 from dgd.messages.dgdsa import DynamoGraphDeploymentScalingAdapter as Adapter
 from dgd.messages.timestamps import rfc3339
@@ -74,10 +74,10 @@ class AdapterActor(Reconciler):
         cache: Cache,
         wall: Callable[[], float],
         recorder: Recorder,
-        retry: Backoff = RETRY_BACKOFF,
+        retries: Retries | None = None,
         reconciles: ReconcileObserver | None = None,
     ) -> None:
-        super().__init__(namespace, name, retry=retry, reconciles=reconciles)
+        super().__init__(namespace, name, retries=retries, reconciles=reconciles)
         self._cluster = cluster
         self._cache = cache
         self._wall = wall
@@ -85,18 +85,42 @@ class AdapterActor(Reconciler):
 
     async def receive(self, message: Nudge) -> None:
         self._cancel_timer()
+        intent = self._intent()
+        if self._deferred(intent):
+            return
         with self._reporting() as report:
+            crashed = False
             try:
                 converged = await self._reconcile()
             except ClusterError as error:
                 logger.info("%s/%s: reconcile failed, will retry: %s", self._namespace, self._name, error)
                 converged = False
+            except Exception:
+                # As in the DGD actor: one adapter's bug fails only its own reconciles, retried.
+                logger.exception(
+                    "%s/%s: reconcile failed unexpectedly, will retry", self._namespace, self._name
+                )
+                self._report_internal_error()
+                converged, crashed = False, True
             if converged:
                 self._succeeded()
                 report.result = "success"
             else:
-                self._schedule_retry()
+                self._schedule_retry(intent, hold=crashed)
                 report.result = "requeue"
+
+    def _intent(self) -> Intent | None:
+        adapter = self._cache.get(DGDSA, self._namespace, self._name)
+        if adapter is None:
+            return None
+        return adapter.metadata.generation, bool(adapter.metadata.deletion_timestamp)
+
+    def _report_internal_error(self) -> None:
+        adapter = self._cache.get(DGDSA, self._namespace, self._name)
+        if adapter is not None and self.failures == 0:
+            self._recorder.emit_regarding(
+                adapter.metadata.namespace, adapter_reference(adapter), reconcile_error(INTERNAL_ERROR)
+            )
 
     async def _reconcile(self) -> bool:
         """One pass of §13.3; ``False`` when it must be retried."""

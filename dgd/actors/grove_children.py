@@ -6,7 +6,8 @@ PodClique, or the scaling group of a component Grove scales as a group, from the
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from dgd.actors.cache import Reader
 from dgd.cluster.resources import PCLQ, PCSG
@@ -17,17 +18,21 @@ from dgd.messages.dgd import DynamoGraphDeployment
 
 
 async def observe_children(
-    reader: Reader, dgd: DynamoGraphDeployment, components: Iterable[ComponentSpec]
+    reader: Reader,
+    dgd: DynamoGraphDeployment,
+    components: Iterable[ComponentSpec],
+    written: Mapping[str, Any] | None = None,
 ) -> dict[str, ChildReadiness]:
-    """Each of ``components`` (of ``dgd``, defaulted) by name, as its Grove child shows it now."""
+    """Each of ``components`` (of ``dgd``, defaulted) by name, as its Grove child shows it now;
+    ``written``: children by component as this reconcile's own writes left them (newer than the cache)."""
     namespace = dgd.metadata.namespace or ""
     children: dict[str, ChildReadiness] = {}
     for component in components:
         name = child_name(dgd, component)
-        if uses_pcsg(component):
-            group = await reader.get(PCSG.key(namespace, name))
-            children[component.name] = observe_pcsg(name, group)
-        else:
-            clique = await reader.get(PCLQ.key(namespace, name))
-            children[component.name] = observe_podclique(name, clique)
+        resource: Any = PCSG if uses_pcsg(component) else PCLQ
+        child = (written or {}).get(component.name)
+        if child is None:
+            child = await reader.get(resource.key(namespace, name))
+        observe = observe_pcsg if resource is PCSG else observe_podclique
+        children[component.name] = observe(name, child)
     return children

@@ -11,6 +11,12 @@ informer runs one loop per namespace side by side (the API has no watch over a s
 each re-list replaces only its own namespace in the cache, and the kind counts as synced once every
 namespace was listed.
 
+An object the operator's model of its kind refuses (``Rejected``: a CRD newer or looser than our
+Structs) is, for the operator, not there: it is left out of the cache (dropped from it, if an earlier
+version was held, which the router hears as a deletion), logged once per version with its name and the
+field, and counted (``on_rejected``); its next change is decoded again. One such object never stops the
+informer, nor the reconciles of any other object.
+
 The informer's one message runs for its whole life, so its spec should stop it brutally
 (``shutdown=0``): there is nothing to finish.
 """
@@ -18,7 +24,7 @@ The informer's one message runs for its whole life, so its spec should stop it b
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
@@ -28,7 +34,7 @@ from dgd.actors.cache import Cache
 from dgd.actors.runtime import Actor, Backoff, Ref
 from dgd.cluster.errors import ClusterError, Gone
 from dgd.cluster.protocol import Cluster
-from dgd.cluster.resources import Resource
+from dgd.cluster.resources import Rejected, Resource
 
 logger = logging.getLogger("dgd.informer")
 
@@ -75,8 +81,12 @@ class Informer(Actor[ListAndWatch]):
         namespaces: Sequence[str] | None = None,
         label_selector: str | None = None,
         backoff: Backoff = RELIST_BACKOFF,
+        on_rejected: Callable[[str], None] | None = None,
     ) -> None:
         self._resource = resource
+        self._on_rejected = on_rejected
+        #: The version of each refused object last logged, so each is logged once per version.
+        self._refused: dict[tuple[str | None, str], str] = {}
         self._cluster = cluster
         self._cache = cache
         self._router_path = router
@@ -119,6 +129,8 @@ class Informer(Actor[ListAndWatch]):
 
     async def _list(self, router: Ref[InformerNews], rid: str, scope: str | None) -> str:
         listing = await self._cluster.list(self._resource, namespace=scope, label_selector=self._selector)
+        for refused in listing.rejected:
+            self._refuse(refused)
         for change in self._cache.replace(self._resource, listing.items, namespace=scope):
             await router.tell(Observed(rid, change.type, change.old, change.new, relisted=True))
         await router.tell(Synced(rid))
@@ -139,6 +151,16 @@ class Informer(Actor[ListAndWatch]):
                 if event.type == "BOOKMARK":
                     version = event.resource_version
                     continue
+                if event.rejected is not None:
+                    if event.type != "DELETED":
+                        self._refuse(event.rejected)
+                    dropped = self._cache.drop_unreadable(
+                        self._resource, event.rejected.namespace, event.rejected.name
+                    )
+                    if dropped is not None:
+                        await router.tell(Observed(rid, "DELETED", dropped, dropped))
+                    version = event.resource_version
+                    continue
                 if event.type != "DELETED" and self._cache.outdated(self._resource, event.object):
                     self._cache.passed_over(self._resource, event.type, event.object)
                     version = event.resource_version
@@ -147,3 +169,16 @@ class Informer(Actor[ListAndWatch]):
                 await router.tell(Observed(rid, event.type, old, event.object))
                 version = event.resource_version
         return version
+
+    def _refuse(self, refused: Rejected) -> None:
+        key = (refused.namespace, refused.name)
+        if self._refused.get(key) == refused.resource_version:
+            return
+        self._refused[key] = refused.resource_version
+        where = f"{refused.namespace}/{refused.name}" if refused.namespace else refused.name
+        logger.error(
+            "%s %s (resourceVersion %s) cannot be read, and is ignored until it changes: %s",
+            self._resource.kind, where, refused.resource_version, refused.error,
+        )  # fmt: skip
+        if self._on_rejected is not None:
+            self._on_rejected(self._resource.kind)

@@ -4,6 +4,8 @@ controller-runtime's names).
 ``Reconciler`` is the base of the DGD actor and the DGDSA controller's adapter actors: a
 level-triggered actor (it reconciles at every start) with a coalescing mailbox of ``Nudge`` s, one
 timer for a retry with backoff or a planned wake-up, and a ``reporting`` block around each reconcile.
+The backoff of failed reconciles is the object's entry in a ``Retries`` ledger kept outside the actor
+(``dgd.actors.retries``): a restarted actor waits out the backoff its last incarnation started.
 
 The DGD actor and the DGDSA controller's adapter actors call ``reconcile_started`` when a reconcile
 begins and ``reconcile_finished`` when it ends, with its result: ``success`` (converged, waiting for the
@@ -21,7 +23,8 @@ from typing import ClassVar, Literal, Protocol
 
 import msgspec
 
-from dgd.actors.runtime import Actor, Backoff, MailboxConfig, Timer
+from dgd.actors.retries import Intent, Retries
+from dgd.actors.runtime import Actor, MailboxConfig, Timer
 
 Result = Literal["success", "requeue_after", "requeue", "error"]
 
@@ -45,10 +48,6 @@ class Nudge(msgspec.Struct, frozen=True):
     """Reconcile soon. Any number of nudges waiting in the mailbox are one reconcile."""
 
 
-#: The backoff between reconciles of an object that keep failing.
-RETRY_BACKOFF = Backoff(initial=0.5, maximum=300.0, multiplier=2.0, jitter=0.1)
-
-
 class Report(msgspec.Struct):
     """The result a reconcile reports when its ``reporting`` block ends (``error`` unless set)."""
 
@@ -57,20 +56,24 @@ class Report(msgspec.Struct):
 
 class Reconciler(Actor[Nudge]):
     """The reconciling actor of the object ``namespace/name`` (see the module); subclasses name their
-    ``controller`` and handle ``Nudge``."""
+    ``controller``, say what a reconcile is asked to do (``_intent``) and handle ``Nudge``."""
 
     mailbox = MailboxConfig(capacity=4, coalesce=lambda message: "reconcile")
     controller: ClassVar[str]
 
     def __init__(
-        self, namespace: str, name: str, *, retry: Backoff, reconciles: ReconcileObserver | None
+        self, namespace: str, name: str, *, retries: Retries | None, reconciles: ReconcileObserver | None
     ) -> None:
         self._namespace = namespace
         self._name = name
-        self._retry = retry
+        self._key = f"{namespace}/{name}"
+        self._retries = retries if retries is not None else Retries()
         self._reconciles = reconciles
-        self._failures = 0
         self._timer: Timer | None = None
+
+    def _intent(self) -> Intent | None:
+        """What a reconcile of the object would be asked to do now; ``None`` when it is gone."""
+        raise NotImplementedError
 
     async def on_start(self) -> None:
         # Level-triggered: every incarnation starts with a reconcile from the cluster's state.
@@ -95,13 +98,34 @@ class Reconciler(Actor[Nudge]):
                     self.controller, self._namespace, self._name, report.result, elapsed
                 )
 
-    def _succeeded(self) -> None:
-        self._failures = 0
+    def _deferred(self, intent: Intent | None) -> bool:
+        """``True`` when an internal error of the same ``intent`` holds nudges until its retry (which is
+        then scheduled)."""
+        if intent is None:
+            self._retries.succeeded(self._key)
+            return False
+        waiting = self._retries.waiting(self._key, intent, self.context.clock.now())
+        if waiting > 0:
+            self._schedule_wake(waiting)
+        return waiting > 0
 
-    def _schedule_retry(self) -> None:
-        """Reconcile again after the backoff of one more failure in a row."""
-        self._schedule_wake(self._retry.delay(self._failures, self.context.random))
-        self._failures += 1
+    def _succeeded(self) -> None:
+        self._retries.succeeded(self._key)
+
+    def _schedule_retry(self, intent: Intent | None, *, hold: bool = False) -> None:
+        """Reconcile again after the backoff of one more failure in a row of ``intent``; ``hold``: it
+        was an internal error, and nudges wait for the retry."""
+        if intent is None:
+            self._schedule_wake(0.0)
+            return
+        context = self.context
+        delay = self._retries.failed(self._key, intent, context.clock.now(), context.random, hold=hold)
+        self._schedule_wake(delay)
+
+    @property
+    def failures(self) -> int:
+        """How many reconciles of the object failed in a row (across restarts of this actor)."""
+        return self._retries.failures(self._key)
 
     def _schedule_wake(self, delay: float) -> None:
         ref = self.context.ref

@@ -39,8 +39,8 @@ from dgd.actors.runtime import (
     MailboxConfig,
     MailboxFull,
     Ref,
+    RestartChildNow,
     StartChild,
-    StartRefused,
     StopChild,
     Timer,
     WhichChildren,
@@ -131,15 +131,13 @@ class Router(Actor[RouterMessage]):
         await self._rebuild(self._adapters, {object_key(a) for a in adapters})
 
     async def _rebuild(self, family: ObjectActors, wanted: set[str]) -> None:
-        supervisor: Ref[Any] = Ref(self.context.system, family.path)
-        running: ChildIds = await supervisor.ask(WhichChildren())
+        running: ChildIds = await self._supervisor(family).ask(WhichChildren())
         for actor_id in running.ids:
             if actor_id not in wanted:
-                await supervisor.ask(StopChild(actor_id))
+                await self._stop(family, actor_id)
         family.running = set()
         for actor_id in sorted(wanted):
-            if not await self._ensure(family, actor_id):
-                self._nudge(family, actor_id)  # it was running already (a new actor reconciles as it starts)
+            await self._ensure(family, actor_id)
 
     async def _route(self, resource: str, event_type: str, old: Any, new: Any, relisted: bool) -> None:
         # A deletion a re-list found has no new version: the last one seen stands for it.
@@ -163,10 +161,10 @@ class Router(Actor[RouterMessage]):
         if event_type == "DELETED":
             await self._stop(self._dgds, actor_id)
         elif actor_id not in self._dgds.running:
-            if not await self._ensure(self._dgds, actor_id):
-                self._nudge(self._dgds, actor_id)
+            await self._ensure(self._dgds, actor_id)
         elif dgd_nudges(event_type, old, new):
             self._nudge(self._dgds, actor_id)
+            await self._resume_if_respecified(self._dgds, actor_id, old, new)
         # The adapters that drive this DGD's replicas see every change of them.
         if self._cache.caches(DGDSA) and adapters_concerned(event_type, old, new):
             for adapter in self._cache.list(DGDSA, new.metadata.namespace):
@@ -182,26 +180,31 @@ class Router(Actor[RouterMessage]):
             if owner is not None:
                 self._nudge_if_running(self._dgds, f"{owner[0]}/{owner[1]}")
         elif actor_id not in self._adapters.running:
-            if not await self._ensure(self._adapters, actor_id):
-                self._nudge(self._adapters, actor_id)
+            await self._ensure(self._adapters, actor_id)
         elif relisted or adapter_nudges(old, new):
             self._nudge(self._adapters, actor_id)
+            await self._resume_if_respecified(self._adapters, actor_id, old, new)
 
-    async def _ensure(self, family: ObjectActors, actor_id: str) -> bool:
-        """Make sure the object's actor runs; ``True`` if started now (it then reconciles by itself)."""
+    # The router tells its supervisors and never waits for them: a stop may take an actor's whole
+    # shutdown timeout, and events for every other object keep flowing meanwhile.
+
+    async def _ensure(self, family: ObjectActors, actor_id: str) -> None:
+        """Have the object's actor run: started (it then reconciles by itself), or nudged if it runs."""
         namespace, _, name = actor_id.partition("/")
-        supervisor: Ref[Any] = Ref(self.context.system, family.path)
-        answer = await supervisor.ask(StartChild(family.spawn(namespace, name)))
-        if isinstance(answer, StartRefused):
-            logger.error("could not start the actor of %s: %s", actor_id, answer.reason)
-            return False
+        await self._supervisor(family).tell(StartChild(family.spawn(namespace, name), if_running=Nudge()))
         family.running.add(actor_id)
-        return answer.created
 
     async def _stop(self, family: ObjectActors, actor_id: str) -> None:
         family.running.discard(actor_id)
-        supervisor: Ref[Any] = Ref(self.context.system, family.path)
-        await supervisor.ask(StopChild(actor_id))
+        await self._supervisor(family).tell(StopChild(actor_id))
+
+    async def _resume_if_respecified(self, family: ObjectActors, actor_id: str, old: Any, new: Any) -> None:
+        """A new spec ends the wait of a parked actor (see ``dgd.actors.parked``)."""
+        if old is not None and old.metadata.generation != new.metadata.generation:
+            await self._supervisor(family).tell(RestartChildNow(actor_id))
+
+    def _supervisor(self, family: ObjectActors) -> Ref[Any]:
+        return Ref(self.context.system, family.path)
 
     def _nudge_if_running(self, family: ObjectActors, actor_id: str) -> None:
         if actor_id in family.running:

@@ -21,19 +21,24 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from dgd.actors.cache import Cache, Reader
 from dgd.actors.dgd import DGDActor
 from dgd.actors.dgd_writer import DGDWriter
 from dgd.actors.dgdsa import AdapterActor
 from dgd.actors.informer import Informer
+from dgd.actors.parked import Parked, ParkedReporter
 from dgd.actors.reconciler import ReconcileObserver
 from dgd.actors.recorder import Recorder
+from dgd.actors.retries import Retries
 from dgd.actors.router import DEFAULT_RESYNC, Router
 from dgd.actors.runtime import (
+    Backoff,
     ChildSpec,
+    Context,
     DynamicSupervisor,
+    Ref,
     Restart,
     Strategy,
     Supervision,
@@ -69,6 +74,7 @@ EVENTS = "/events"
 DGDS = f"{OPERATOR}/dgds"
 ADAPTERS = f"{OPERATOR}/adapters"
 ROUTER = f"{OPERATOR}/router"
+PARKED = f"{OPERATOR}/parked"
 INFORMERS = f"{OPERATOR}/informers"
 
 #: The kinds every operator watches; the Grove kinds are added when the Grove gate is on.
@@ -93,8 +99,12 @@ GROVE_WATCHED: tuple[Resource[Any], ...] = (PCS, PCLQ, PCSG)
 #: Watched when the checkpoint gate is on (the DynamoCheckpoint API exists then).
 CHECKPOINT_WATCHED: tuple[Resource[Any], ...] = (CHECKPOINT,)
 
-#: DGD and adapter actors may be restarted often (one per object): their supervisors tolerate many.
-DGDS_SUPERVISION = Supervision(Strategy.ONE_FOR_ONE, intensity=1000, period=60.0)
+#: DGD and adapter actors (one per object) each have their own restart budget: one over it is parked
+#: (restarted after a backoff that grows to 1,000 s, or at once on a spec change), never escalated, so
+#: no number of failing objects restarts the operator supervisor above them.
+DGDS_SUPERVISION = Supervision(
+    Strategy.ONE_FOR_ONE, intensity=5, period=60.0, backoff=Backoff(0.1, 1000.0), park=True
+)
 
 
 def secure_keys() -> KeyPair:
@@ -121,6 +131,7 @@ def operator_children(
     reconciles: ReconcileObserver | None = None,
     namespaces: Sequence[str] = (),
     workers: Workers | None = None,
+    on_rejected: Callable[[str], None] | None = None,
 ) -> Sequence[ChildSpec[Any]]:
     """The operator's actor tree (see the module); ``wall`` gives seconds since the epoch for
     timestamps; ``cache`` may be passed in to look at what the operator sees (tests);
@@ -128,13 +139,14 @@ def operator_children(
     watched in namespace-restricted mode (default: ``namespace.restricted`` of ``config`` if set, else
     every namespace); ``config.namespace.restricted`` must be set when they are given (it is the
     restricted-mode switch). ``workers`` bounds the DGD reconciles that run at once (default: no
-    bound)."""
+    bound). ``on_rejected`` hears the kind of every object an informer cannot decode (the daemon's
+    metrics)."""
     if namespaces and not config.namespace.restricted:
         raise ValueError("namespaces given in cluster-wide mode: set namespace.restricted as well")
     scopes = tuple(namespaces) or ((config.namespace.restricted,) if config.namespace.restricted else None)
     wiring = _Wiring(
         cluster, cache if cache is not None else Cache(), config=config, wall=wall, instance=instance,
-        keys=keys, reconciles=reconciles, workers=workers,
+        keys=keys, reconciles=reconciles, workers=workers, on_rejected=on_rejected,
     )  # fmt: skip
     return [
         # Events are posted beside the operator, so a restart of either leaves the other alone.
@@ -157,13 +169,17 @@ class _Wiring:
         keys: Callable[[], KeyPair],
         reconciles: ReconcileObserver | None,
         workers: Workers | None,
+        on_rejected: Callable[[str], None] | None,
     ) -> None:
         self.cluster, self.cache, self.config, self.wall = cluster, cache, config, wall
         self.instance, self.keys, self.reconciles, self.workers = instance, keys, reconciles, workers
+        self.on_rejected = on_rejected
         self.reader = Reader(cluster, cache)
         self.recorder = Recorder(cluster, instance=instance, now=wall)
         self.syncer = Syncer(cluster, cache, self.recorder)
         self.dgd_writer = DGDWriter(cluster, cache)
+        # Each object's reconcile backoff outlives its actor's restarts (and the operator supervisor's).
+        self.dgd_retries, self.adapter_retries = Retries(), Retries()
 
     def operator(
         self, kinds: Sequence[Resource[Any]], scopes: Sequence[str] | None, resync: float | None
@@ -182,20 +198,37 @@ class _Wiring:
 
         return Supervisor(
             [
-                ChildSpec("dgds", lambda: DynamicSupervisor(DGDS_SUPERVISION), shutdown=30.0),
-                ChildSpec("adapters", lambda: DynamicSupervisor(DGDS_SUPERVISION), shutdown=15.0),
+                ChildSpec("dgds", lambda: self.objects_supervisor("dgd"), shutdown=30.0),
+                ChildSpec("adapters", lambda: self.objects_supervisor("adapter"), shutdown=15.0),
                 ChildSpec("router", router),
                 ChildSpec("informers", informers, shutdown=5.0),
+                # Last: a restart of it restarts nothing else.
+                ChildSpec(
+                    PARKED.rsplit("/", 1)[1],
+                    lambda: ParkedReporter(
+                        cache=self.cache, dgd_writer=self.dgd_writer, recorder=self.recorder, wall=self.wall
+                    ),
+                ),
             ],
             Supervision(Strategy.REST_FOR_ONE, intensity=10, period=60.0),
         )
+
+    def objects_supervisor(self, kind: Literal["dgd", "adapter"]) -> DynamicSupervisor:
+        """The supervisor of the DGD or adapter actors: one it parks is reported by ``PARKED``."""
+
+        def parked(context: Context[Any], actor_id: str, retry_in: float) -> None:
+            namespace, _, name = actor_id.partition("/")
+            reporter: Ref[Parked] = Ref(context.system, PARKED)
+            reporter.tell_nowait(Parked(kind, namespace, name, retry_in))
+
+        return DynamicSupervisor(DGDS_SUPERVISION, on_parked=parked)
 
     def dgd_actor(self, namespace: str, name: str) -> ChildSpec[Any]:
         def build() -> DGDActor:
             return DGDActor(
                 namespace, name, cluster=self.cluster, reader=self.reader, syncer=self.syncer,
                 dgd_writer=self.dgd_writer, recorder=self.recorder, config=self.config, wall=self.wall,
-                keys=self.keys, reconciles=self.reconciles, workers=self.workers,
+                keys=self.keys, retries=self.dgd_retries, reconciles=self.reconciles, workers=self.workers,
             )  # fmt: skip
 
         return ChildSpec(f"{namespace}/{name}", build, Restart.TRANSIENT, shutdown=10.0)
@@ -204,7 +237,7 @@ class _Wiring:
         def build() -> AdapterActor:
             return AdapterActor(
                 namespace, name, cluster=self.cluster, cache=self.cache, wall=self.wall,
-                recorder=self.recorder, reconciles=self.reconciles,
+                recorder=self.recorder, retries=self.adapter_retries, reconciles=self.reconciles,
             )  # fmt: skip
 
         return ChildSpec(f"{namespace}/{name}", build, Restart.TRANSIENT, shutdown=10.0)
@@ -213,7 +246,7 @@ class _Wiring:
         def build() -> Informer:
             return Informer(
                 resource, cluster=self.cluster, cache=self.cache, router=ROUTER, namespaces=scopes,
-                label_selector=SELECTORS.get(str(resource)),
+                label_selector=SELECTORS.get(str(resource)), on_rejected=self.on_rejected,
             )  # fmt: skip
 
         return ChildSpec(resource.plural, build, Restart.PERMANENT, shutdown=0.0)

@@ -32,7 +32,7 @@ from typing import Generic, Literal, Protocol, Self, TypeVar
 
 import msgspec
 
-from dgd.cluster.resources import ObjectKey, Resource
+from dgd.cluster.resources import ObjectKey, Rejected, Resource
 from dgd.messages.base import JSONObject, Model
 from dgd.messages.meta import Event, ObjectMeta
 
@@ -49,21 +49,25 @@ class WatchEvent(msgspec.Struct, Generic[T], frozen=True):
     """One change seen by a watch, in resourceVersion order.
 
     ``object`` is the object after the change (for ``DELETED``: its last state, stamped with the
-    deletion's resourceVersion); it is ``None`` only for ``BOOKMARK``. ``resource_version`` is the
-    point a new watch resumes from without missing or repeating anything.
+    deletion's resourceVersion); it is ``None`` for ``BOOKMARK``, and for an object the resource's
+    model refuses, which ``rejected`` then names. ``resource_version`` is the point a new watch resumes
+    from without missing or repeating anything.
     """
 
     type: EventType
     object: T | None
     resource_version: str
+    rejected: Rejected | None = None
 
 
 class ObjectList(msgspec.Struct, Generic[T], frozen=True):
     """The objects of a list call, ordered by namespace then name, and the resourceVersion of the list
-    (watch from it to see every later change)."""
+    (watch from it to see every later change); ``rejected``: the objects listed that the resource's
+    model refuses (left out of ``items``)."""
 
     items: builtins.list[T]
     resource_version: str
+    rejected: builtins.list[Rejected] = msgspec.field(default_factory=builtins.list)
 
 
 class Preconditions(msgspec.Struct, frozen=True):

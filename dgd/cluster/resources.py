@@ -22,6 +22,26 @@ from dgd.messages.meta import Event
 T = TypeVar("T")
 
 
+class Rejected(msgspec.Struct, frozen=True):
+    """An object the server holds that this operator's model of its kind refuses (a CRD newer or
+    looser than our Structs, say): who it is, and why, in msgspec's words (they name the field)."""
+
+    namespace: str | None
+    name: str
+    resource_version: str
+    error: str
+
+
+class _Identity(msgspec.Struct):
+    namespace: str | None = None
+    name: str = ""
+    resourceVersion: str = ""
+
+
+class _Identified(msgspec.Struct):
+    metadata: _Identity = msgspec.field(default_factory=_Identity)
+
+
 class ScalePaths(msgspec.Struct, frozen=True):
     """Where the scale subresource reads and writes, as JSON paths (``.spec.replicas``).
 
@@ -92,8 +112,30 @@ class Resource(msgspec.Struct, Generic[T], frozen=True, kw_only=True):
             return cast(T, msgspec.json.decode(data))
         return cast(T, msgspec.json.decode(data, type=self.model))
 
+    def decode_or_reject(self, data: bytes) -> T | Rejected:
+        """``decode``, or what the model refuses in ``data`` (JSON that is not an object of this kind
+        at all still raises ``msgspec.DecodeError``)."""
+        try:
+            return self.decode(data)
+        except msgspec.ValidationError as error:
+            return rejected(msgspec.json.decode(data, type=_Identified), error)
+
+    def convert_or_reject(self, item: JSONObject) -> T | Rejected:
+        """One raw item of a list as this resource's object, or what the model refuses in it."""
+        if self.raw or self.model is None:
+            return cast(T, item)
+        try:
+            return cast(T, msgspec.convert(item, self.model))
+        except msgspec.ValidationError as error:
+            return rejected(msgspec.convert(item, _Identified), error)
+
     def __str__(self) -> str:
         return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+def rejected(found: Any, error: msgspec.ValidationError) -> Rejected:
+    meta = found.metadata
+    return Rejected(meta.namespace, meta.name, meta.resourceVersion, str(error))
 
 
 class ObjectKey(msgspec.Struct, Generic[T], frozen=True):

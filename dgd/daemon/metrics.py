@@ -6,7 +6,8 @@ Dashboards built for controller-runtime operators read the same series here:
 ``workqueue_adds_total``, ``workqueue_queue_duration_seconds``, ``workqueue_retries_total``,
 ``rest_client_requests_total{code,method}`` and ``leader_election_master_status``; plus the actor
 runtime's own: ``dgd_actor_restarts_total{kind}``, ``dgd_actor_mailbox_depth{kind}``,
-``dgd_supervisor_escalations_total`` and ``dgd_actors{kind}``.
+``dgd_supervisor_escalations_total``, ``dgd_actor_parkings_total{kind}``,
+``dgd_informer_decode_errors_total{kind}`` and ``dgd_actors{kind}``.
 
 A "controller" is a kind of reconciling actor: the DGD actors under ``/operator/dgds`` and the
 scaling-adapter actors under ``/operator/adapters``, which report every reconcile they run
@@ -162,6 +163,18 @@ class DaemonMetrics(NullMetrics):
             "Supervisors that exceeded their restart intensity and failed to their parent",
             registry=registry,
         )
+        self.decode_errors = PromCounter(
+            "dgd_informer_decode_errors_total",
+            "Objects (versions of them) an informer could not decode and left out, by kind",
+            ["kind"],
+            registry=registry,
+        )
+        self.parkings = PromCounter(
+            "dgd_actor_parkings_total",
+            "Actors over their own restart intensity, parked until their backoff ends, by actor kind",
+            ["kind"],
+            registry=registry,
+        )
 
     def _workers(self, controller: str) -> Callable[[], float]:
         return lambda: float(self._active[controller])
@@ -222,6 +235,14 @@ class DaemonMetrics(NullMetrics):
 
     def escalated(self, path: str) -> None:
         self.escalations.inc()
+
+    def undecodable(self, kind: str) -> None:
+        """An informer left out an object of ``kind`` it could not decode."""
+        self.decode_errors.labels(kind).inc()
+
+    def parked(self, path: str) -> None:
+        cell = self._system.lookup(path) if self._system is not None else None
+        self.parkings.labels(cell.kind if cell is not None else "unknown").inc()
 
     def forget_gone(self) -> None:
         """Drop what is kept per actor for actors that no longer exist (DGDs deleted)."""

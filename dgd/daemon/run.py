@@ -229,6 +229,7 @@ class Daemon:
             reconciles=self.metrics,
             namespaces=self.settings.namespaces,
             workers=workers,
+            on_rejected=self.metrics.undecodable,
         )
         system = self.system = ActorSystem(
             children,

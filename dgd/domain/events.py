@@ -66,3 +66,17 @@ def write_failed(verb: str, kind: str, namespace: str | None, name: str, error: 
         verb,
         f"Failed to {verb.lower()} {kind} {_where(namespace, name)}: {error}",
     )
+
+
+#: What the DGD's status and its Warning event say when its reconcile failed on an internal error: the
+#: cause (an exception, with its traceback) is in the operator's log, not in the user's status.
+INTERNAL_ERROR = (
+    "The operator failed on an internal error while reconciling this resource; it retries with a backoff "
+    "(the operator's log has the details)"
+)
+
+
+def reconcile_error(message: str) -> EventRecord:
+    """A reconcile failed in a way the status alone does not tell (Warning ``ReconcileError``, the
+    reason upstream's DCD controller gives its reconcile errors)."""
+    return EventRecord("Warning", "ReconcileError", "Reconcile", message)

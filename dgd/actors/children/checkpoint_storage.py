@@ -11,6 +11,7 @@ or detached when their deletion policy is ``Retain``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 import msgspec
@@ -206,16 +207,18 @@ class CheckpointStorage(Actor[ResolveCheckpoints | FinalizeCheckpoints]):
         except ClusterError as error:
             return StepFailed(f"failed to list the DGD's checkpoints: {error}")
         delete, detach = deletion_plan(listed, name)
+        # Each checkpoint on its own: one already gone (NotFound) is done, and the others still follow
+        # their policy (a Retain checkpoint left attached would be garbage collected with the DGD).
         try:
             for checkpoint in detach:
                 key = CHECKPOINT.key(namespace, checkpoint["metadata"]["name"])
-                await self._cluster.patch(
-                    key, {"metadata": {"ownerReferences": None, "labels": {GRAPH_NAME: None}}}
-                )
+                with contextlib.suppress(NotFound):
+                    await self._cluster.patch(
+                        key, {"metadata": {"ownerReferences": None, "labels": {GRAPH_NAME: None}}}
+                    )
             for checkpoint in delete:
-                await self._syncer.delete(CHECKPOINT, checkpoint, owner=dgd, why="its DGD was deleted")
-        except NotFound:
-            pass
+                with contextlib.suppress(NotFound):
+                    await self._syncer.delete(CHECKPOINT, checkpoint, owner=dgd, why="its DGD was deleted")
         except ClusterError as error:
             return StepFailed(f"failed to clean up the DGD's checkpoints: {error}")
         return CheckpointsFinalized(

@@ -5,8 +5,9 @@ PodCliqueScalingGroup) ``<pcs>-0-<component>`` to the component's replicas, thro
 subresource only: a replica edit never touches the PodCliqueSet spec, so it never rolls pods. A
 child Grove has not created yet is skipped (its creation will nudge the DGD again). The cached
 child answers "already there" without an API call; otherwise the scale is read and, when it
-differs, replaced at the resourceVersion read (a concurrent change is a conflict, retried), and the
-cache told what the write did to the child, so that the readiness read next sees it unprocessed.
+differs, replaced at the resourceVersion read (a concurrent change is a conflict, retried). The
+answer says what the write did to each child (``ScaleChange.child``), so that the readiness read of the
+same reconcile sees it unprocessed; the scaler reads the shared cache and never writes it.
 """
 
 from __future__ import annotations
@@ -27,13 +28,15 @@ from dgd.messages.dgd import DynamoGraphDeployment
 
 
 class ScaleChange(msgspec.Struct, frozen=True):
-    """One child scaled: its kind and name, from and to how many replicas."""
+    """One child scaled: its kind and name, from and to how many replicas; ``child``: the cached child
+    as the write leaves it (new replicas, a later generation), when one was cached."""
 
     component: str
     kind: str
     name: str
     before: int
     after: int
+    child: Any = None
 
 
 class Scaled(msgspec.Struct, frozen=True):
@@ -75,7 +78,7 @@ class GroveScaler(Actor[Scale]):
                 changes.append(ScaleChange(component.name, resource.kind, key.name, *change))
         return Scaled(tuple(changes))
 
-    async def _scale(self, key: ObjectKey[Any], target: int) -> tuple[int, int] | None:
+    async def _scale(self, key: ObjectKey[Any], target: int) -> tuple[int, int, Any] | None:
         if target < 0:
             raise ValueError(f"negative replicas {target} for {key}")
         cache = self._reader.cache
@@ -98,14 +101,10 @@ class GroveScaler(Actor[Scale]):
             )
         except NotFound:
             return None
-        # The answer is a Scale, not the child: record in the cache what the write did (new replicas, a
-        # later generation), so that this reconcile's readiness sees the child unprocessed by Grove
-        # rather than the cached, ready, old one. The child's own watch event replaces it soon after.
-        if cached is not None:
-            self._reader.cache.observe(
-                key.resource, _scaled(cached, target, written.metadata.resource_version)
-            )
-        return before, target
+        # The answer is a Scale, not the child: say what the write did to it, so that this reconcile's
+        # readiness sees the child unprocessed by Grove rather than the cached, ready, old one.
+        after = _scaled(cached, target, written.metadata.resource_version) if cached is not None else None
+        return before, target, after
 
 
 def _scaled(child: Any, replicas: int, resource_version: str | None) -> Any:

@@ -204,8 +204,9 @@ class GroveProgram(WorkloadProgram):
         # 6. Services and Ingress beside the workload; those of removed components go.
         await self._stable_resources(dgd, result.dgd)
         # 7. Readiness from the synced PodCliqueSet and one read of each child.
+        written = {change.component: change.child for change in scaled.changes if change.child is not None}
         readiness = grove_readiness(
-            dgd, pcs, await observe_children(self._reader, dgd, dgd.spec.components or [])
+            dgd, pcs, await observe_children(self._reader, dgd, dgd.spec.components or [], written)
         )
         # 8. Aggregate; Grove's classification replaces the generic not-ready reason.
         outcome = check_resources_readiness(

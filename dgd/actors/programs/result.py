@@ -7,18 +7,30 @@ failed status.
 
 from __future__ import annotations
 
+import logging
 from typing import Protocol
 
+from dgd.actors.runtime import ActorError
 from dgd.domain.events import EventRecord
 from dgd.domain.projection import FAILED_TO_RECONCILE, Failure, fail, starting_status
 from dgd.domain.render.errors import RenderError
 from dgd.messages.dgd import DGDStatus, DynamoGraphDeployment
+
+logger = logging.getLogger("dgd.reconcile")
+
+
+#: What the status says when a step's actor could not answer (it crashed, is restarting, timed out):
+#: the actor's path and the exception are for the operator's log, not for the user.
+INTERNAL_STEP = "an internal step of the operator did not complete; it is retried"
 
 
 def as_failure(error: Exception, context: str = "") -> Failure:
     """An exception as the Ready failure it projects (a render error cannot heal by retrying)."""
     if isinstance(error, Failure):
         return error
+    if isinstance(error, ActorError):
+        logger.warning("%s: %s", context or "a program step failed", error)
+        return Failure(FAILED_TO_RECONCILE, f"{context}: {INTERNAL_STEP}" if context else INTERNAL_STEP)
     message = f"{context}: {error}" if context else str(error)
     return Failure(FAILED_TO_RECONCILE, message, terminal=isinstance(error, RenderError))
 

@@ -24,6 +24,7 @@ from dgd.actors.runtime.context import Context
 from dgd.actors.runtime.dynamic import (
     ChildIds,
     DynamicSupervisor,
+    RestartChildNow,
     StartChild,
     Started,
     StartRefused,
@@ -85,6 +86,7 @@ __all__ = [
     "Ref",
     "Request",
     "Restart",
+    "RestartChildNow",
     "RestartIntensityExceeded",
     "StartChild",
     "StartFailed",

@@ -72,6 +72,10 @@ class Actor(Generic[M]):
         """The children a supervising actor starts, in order, before its ``on_start``."""
         return ()
 
+    def child_parked(self, id: str, retry_in: float) -> None:
+        """A supervising actor's child ``id`` went over its restart intensity and is parked: it starts
+        again in ``retry_in`` seconds (``Supervision.park``). Runs in this actor's task."""
+
     async def on_start(self) -> None:
         """Rebuild state; runs before the first message. Must not ask its own supervisor."""
 

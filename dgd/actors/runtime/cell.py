@@ -113,6 +113,7 @@ class ActorCell(Context[M]):
         "spec",
         "state",
         "system",
+        "up_since",
     )
 
     def __init__(self, system: ActorSystem, spec: ChildSpec[M], path: str, parent: Parent) -> None:
@@ -131,6 +132,7 @@ class ActorCell(Context[M]):
         self.restart_stamp = -1
         self.failures = 0
         self.failed_at = -math.inf
+        self.up_since = -math.inf
         self._actor: Actor[Any] | None = None
         self._exact: frozenset[type] = frozenset()
         self._mailbox = _CLOSED
@@ -305,7 +307,7 @@ class ActorCell(Context[M]):
         # The failure is kept out of the task group, which would wrap it in an ExceptionGroup.
         failure: Exception | None = None
         async with anyio.create_task_group() as tg:
-            children = Children(self, tg, supervision, dynamic=actor.dynamic)
+            children = Children(self, tg, supervision, dynamic=actor.dynamic, on_parked=actor.child_parked)
             self._children = children
             try:
                 await children.start_all(actor.children())

@@ -82,6 +82,11 @@ class Context(Generic[M]):
             return False
         return await self._children.stop(id)
 
+    def restart_child_now(self, id: str) -> bool:
+        """End the wait of the child ``id`` for its restart (see ``Supervision.park``); ``False`` if it
+        was not waiting for one."""
+        return self._children is not None and self._children.restart_now(id)
+
     def stop(self) -> None:
         """Stop this actor once the message in hand is done: a normal end, after which a transient
         child is not restarted (a permanent one is)."""

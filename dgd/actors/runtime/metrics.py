@@ -37,6 +37,10 @@ class Metrics(Protocol):
     def escalated(self, path: str) -> None:
         """The supervisor at ``path`` exceeded its restart intensity and failed to its parent."""
 
+    def parked(self, path: str) -> None:
+        """The actor at ``path`` exceeded its own restart intensity and was parked (see
+        ``Supervision.park``)."""
+
     def dead_lettered(self, letter: DeadLetter) -> None:
         """A told message could not be delivered."""
 
@@ -65,12 +69,15 @@ class NullMetrics:
     def escalated(self, path: str) -> None:
         pass
 
+    def parked(self, path: str) -> None:
+        pass
+
     def dead_lettered(self, letter: DeadLetter) -> None:
         pass
 
 
 class CountingMetrics:
-    """Counts every report in memory: per path for messages, crashes, restarts and escalations.
+    """Counts every report in memory: per path for messages, crashes, restarts, escalations and parkings.
 
     Useful in tests and in the simulation's reports; ``ask_seconds`` keeps every ask latency.
     """
@@ -81,6 +88,7 @@ class CountingMetrics:
         self.crashes: Counter[str] = Counter()
         self.restarts: Counter[str] = Counter()
         self.escalations: Counter[str] = Counter()
+        self.parkings: Counter[str] = Counter()
         self.dead_letters = 0
         self.asks_ok = 0
         self.asks_failed = 0
@@ -112,6 +120,9 @@ class CountingMetrics:
 
     def escalated(self, path: str) -> None:
         self.escalations[path] += 1
+
+    def parked(self, path: str) -> None:
+        self.parkings[path] += 1
 
     def dead_lettered(self, letter: DeadLetter) -> None:
         self.dead_letters += 1

@@ -77,14 +77,22 @@ class Supervision(msgspec.Struct, frozen=True):
     Restart intensity: if more than ``intensity`` restarts happen among its children within
     ``period`` seconds, the supervisor stops all its children and fails to its own parent with
     ``RestartIntensityExceeded`` (escalation). ``intensity=0`` escalates on the first failure.
+
+    ``park``: for a supervisor of many independent children (one per object), the intensity is each
+    child's own, and a child over it is *parked* instead: restarted only after its backoff (which keeps
+    growing, as long as it does not stay up a whole period), its supervising actor told
+    (``Actor.child_parked``). Such a supervisor never escalates: no number of failing children fails it.
     """
 
     strategy: Strategy = Strategy.ONE_FOR_ONE
     intensity: int = 3
     period: float = 5.0
     backoff: Backoff = Backoff()
+    park: bool = False
 
     def __post_init__(self) -> None:
+        if self.park and self.strategy is not Strategy.ONE_FOR_ONE:
+            raise ValueError("only a one-for-one supervisor parks its children")
         if self.intensity < 0:
             raise ValueError(f"restart intensity must not be negative, got {self.intensity}")
         if not self.period > 0:

@@ -14,6 +14,8 @@ Guarantees (Erlang/OTP's, plus backoff):
   spec order. A child whose restart fails (its ``on_start`` raised) counts as failing again.
 * More than ``intensity`` restarts within ``period`` seconds: the supervisor stops all its children
   and fails to its parent with ``RestartIntensityExceeded`` (escalation); the root fails the system.
+  A parking supervisor (``Supervision.park``) counts each child's restarts on their own and parks a
+  child over them instead: it restarts after its backoff, and ``restart_now`` ends the wait early.
 * All of this happens in the supervising actor's own task, between its messages, so it never races
   with its ``receive``.
 """
@@ -23,7 +25,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Never, TypeVar
 
 from anyio.abc import TaskGroup
@@ -63,10 +65,21 @@ class Supervisor(Actor[Never]):
 class Children:
     """The children of one supervising cell, for one incarnation of it."""
 
-    def __init__(self, owner: ActorCell[Any], tg: TaskGroup, policy: Supervision, *, dynamic: bool) -> None:
+    def __init__(
+        self,
+        owner: ActorCell[Any],
+        tg: TaskGroup,
+        policy: Supervision,
+        *,
+        dynamic: bool,
+        on_parked: Callable[[str, float], None] = lambda id, retry_in: None,
+    ) -> None:
         if dynamic and policy.strategy is not Strategy.ONE_FOR_ONE:
             raise ValueError("a dynamic supervisor restarts one for one")
         self._owner = owner
+        self._on_parked = on_parked
+        #: Each child's recent restarts, when the policy parks (else ``_restarts`` counts them all).
+        self._windows: dict[str, deque[float]] = {}
         self._system: ActorSystem = owner.system
         self._tg = tg
         self._policy = policy
@@ -110,6 +123,7 @@ class Children:
         except StartFailed:
             self._forget(cell)
             raise
+        cell.up_since = self._system.clock.now()
         return cell
 
     async def start_all(self, specs: Sequence[ChildSpec[Any]]) -> None:
@@ -192,7 +206,27 @@ class Children:
             return
         await self._restart(cell)
 
+    def restart_now(self, id: str) -> bool:
+        """End the wait of the child ``id`` for its restart (a parked child, say, whose object changed):
+        it starts at once, its failures forgotten. ``False`` if it was not waiting."""
+        cell = self._slots.get(id)
+        if cell is None or cell.state is not State.RESTARTING:
+            return False
+        stamp = cell.restart_stamp
+        timer = self._timers.pop(stamp, None)
+        if timer is None:
+            return False  # due already: its signal is queued
+        timer.cancel()
+        cell.failures = 0
+        self._windows.pop(id, None)
+        self._signals.append(stamp)
+        self._owner.wake()
+        return True
+
     async def _restart(self, cell: ActorCell[Any]) -> None:
+        if self._policy.park:
+            self._restart_or_park(cell)
+            return
         # Count the restart against the intensity first: past it, escalate instead.
         clock = self._system.clock
         now = clock.now()
@@ -232,6 +266,34 @@ class Children:
         self._due[stamp] = members
         self._schedule(delay, stamp)
 
+    def _restart_or_park(self, cell: ActorCell[Any]) -> None:
+        # One for one, each child against its own intensity: over it, the child is parked (told to the
+        # supervising actor); either way it restarts after its backoff, which grows until it stays up.
+        now = self._system.clock.now()
+        window = self._windows.setdefault(cell.spec.id, deque())
+        window.append(now)
+        while window[0] <= now - self._policy.period:
+            window.popleft()
+        if now - cell.up_since > self._policy.period:
+            cell.failures = 0
+        delay = self._policy.backoff.delay(cell.failures, self._system.random)
+        cell.failures += 1
+        cell.failed_at = now
+        stamp = next(self._stamps)
+        cell.state = State.RESTARTING
+        cell.restart_stamp = stamp
+        self._due[stamp] = [cell]
+        self._schedule(delay, stamp)
+        if len(window) > self._policy.intensity:
+            self._system.metrics.parked(cell.path)
+            logger.warning(
+                "%s: more than %d restarts in %gs; parked, restarts in %.1fs",
+                cell.path, self._policy.intensity, self._policy.period, delay,
+            )  # fmt: skip
+            self._on_parked(cell.spec.id, delay)
+        else:
+            logger.info("%s restarts %s in %.3fs", self._owner.path, [cell.spec.id], delay)
+
     def _group(self, cell: ActorCell[Any]) -> list[ActorCell[Any]]:
         # The children one failure restarts, in spec order (one for one stays O(1) for many).
         if self._policy.strategy is Strategy.ONE_FOR_ONE:
@@ -267,6 +329,7 @@ class Children:
                 await self._restart(cell)
                 continue
             cell.restarts += 1
+            cell.up_since = self._system.clock.now()
             self._system.metrics.restarted(cell.path, cell.restarts)
 
     async def _stop(self, cell: ActorCell[Any]) -> None:
@@ -279,6 +342,7 @@ class Children:
     def _forget(self, cell: ActorCell[Any]) -> None:
         if self._slots.get(cell.spec.id) is cell:
             del self._slots[cell.spec.id]
+            self._windows.pop(cell.spec.id, None)
         self._system.unregister(cell)
 
     def _cancel_timers(self) -> None:

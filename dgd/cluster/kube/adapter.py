@@ -34,7 +34,7 @@ from dgd.cluster.kube.rate import RateLimiter
 from dgd.cluster.kube.watch import KubeWatch
 from dgd.cluster.kube.wire import MERGE_PATCH, Subject, Transport, path
 from dgd.cluster.protocol import ObjectList, Preconditions, Propagation, Scale
-from dgd.cluster.resources import EVENT, ObjectKey, Resource
+from dgd.cluster.resources import EVENT, ObjectKey, Rejected, Resource
 from dgd.messages.base import JSONObject
 from dgd.messages.meta import Event
 from dgd.messages.timestamps import Clock, rfc3339_micro, wall_clock
@@ -329,13 +329,15 @@ def _decode_list(resource: Resource[T], data: bytes) -> ObjectList[T]:
         except msgspec.ValidationError:
             pass
     raw = msgspec.json.decode(data, type=_List[JSONObject])
-    items = raw.items or []
-    for item in items:
+    items: list[T] = []
+    refused: list[Rejected] = []
+    for item in raw.items or []:
         item.setdefault("apiVersion", resource.api_version)
         item.setdefault("kind", resource.kind)
-    if not resource.raw and resource.model is not None:
-        items = [msgspec.convert(item, resource.model) for item in items]
-    return ObjectList(items, raw.metadata.resourceVersion)  # type: ignore[arg-type]
+        # One object the model refuses is left out (and named), never the whole list.
+        decoded = resource.convert_or_reject(item)
+        (refused if isinstance(decoded, Rejected) else items).append(decoded)  # type: ignore[arg-type]
+    return ObjectList(items, raw.metadata.resourceVersion, refused)
 
 
 def _to_json(obj: Any) -> JSONObject:

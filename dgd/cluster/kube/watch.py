@@ -29,7 +29,7 @@ import msgspec
 from dgd.cluster.errors import ClusterError, ServerError
 from dgd.cluster.kube.wire import Query, Subject, Transport, complete, status_error
 from dgd.cluster.protocol import EventType, WatchEvent
-from dgd.cluster.resources import Resource
+from dgd.cluster.resources import Rejected, Resource
 
 T = TypeVar("T")
 
@@ -179,11 +179,14 @@ class KubeWatch(Generic[T]):
                 version = msgspec.json.decode(wire.object, type=_Meta).metadata.resourceVersion
                 self._pending.append(WatchEvent("BOOKMARK", None, version))
                 return
-            obj = self._resource.decode(wire.object)
+            obj = self._resource.decode_or_reject(wire.object)
         except msgspec.DecodeError as error:
             self._error = ServerError(f"undecodable watch event from the API server: {error}")
             return
         event_type: EventType = wire.type
+        if isinstance(obj, Rejected):
+            self._pending.append(WatchEvent(event_type, None, obj.resource_version, obj))
+            return
         self._pending.append(WatchEvent(event_type, obj, _resource_version(obj)))
 
 

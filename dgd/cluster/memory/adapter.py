@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from dgd.cluster.protocol import Cluster
 from dgd.cluster.memory.selectors import parse
 from dgd.cluster.memory.strategies import read_scale
-from dgd.cluster.resources import DEFAULT_RESOURCES, EVENT, ObjectKey, Resource
+from dgd.cluster.resources import DEFAULT_RESOURCES, EVENT, ObjectKey, Rejected, Resource
 from dgd.messages.base import JSONObject
 from dgd.messages.meta import Event, ObjectMeta
 
@@ -186,6 +186,15 @@ class MemoryCluster:
         )
         return resource.decode(self._server.create(resource, data).blob)
 
+    def create_loose(self, resource: Resource[Any], data: JSONObject) -> JSONObject:
+        """Store an object as a CRD looser than the resource's model would admit it (not through the
+        port: no fault applies); returns it as stored. For tests and chaos: the operator's model may
+        refuse it."""
+        stored: JSONObject = msgspec.json.decode(
+            self._server.create(resource, _to_json(data), loose=True).blob
+        )
+        return stored
+
     async def replace(self, resource: Resource[T], obj: T) -> T:
         data = _to_json(obj)
         metadata = data.get("metadata") or {}
@@ -288,7 +297,12 @@ class MemoryCluster:
         else:
             rv = self._server.store.rv
             items = self._server.list(resource, namespace, selector)
-        return ObjectList([resource.decode(stored.blob) for stored in items], str(rv))
+        decoded = [resource.decode_or_reject(stored.blob) for stored in items]
+        return ObjectList(
+            [item for item in decoded if not isinstance(item, Rejected)],
+            str(rv),
+            [item for item in decoded if isinstance(item, Rejected)],
+        )
 
     # Plumbing.
 

@@ -29,7 +29,7 @@ from dgd.cluster.errors import Gone, Invalid, Timeout
 from dgd.cluster.memory.selectors import Selector, parse
 from dgd.cluster.memory.store import Change, ChangeType, Store, Stored
 from dgd.cluster.protocol import WatchEvent
-from dgd.cluster.resources import Resource
+from dgd.cluster.resources import Rejected, Resource
 
 if TYPE_CHECKING:
     from dgd.cluster.memory.faults import Decision
@@ -220,7 +220,10 @@ class MemoryWatch(Generic[T]):
             return WatchEvent("BOOKMARK", None, str(self._store.rv))
         kind, stored, rv = delivery
         self._delivered += 1
-        return WatchEvent(kind, self._resource.decode(stored.blob), str(rv))
+        obj = self._resource.decode_or_reject(stored.blob)
+        if isinstance(obj, Rejected):
+            return WatchEvent(kind, None, str(rv), obj)
+        return WatchEvent(kind, obj, str(rv))
 
     async def aclose(self) -> None:
         """Stop the watch; an iteration waiting in another task ends too."""
