@@ -36,7 +36,7 @@ import msgspec
 from dgd.actors.cache import Cache
 from dgd.actors.router import DEFAULT_RESYNC
 from dgd.actors.runtime import ActorSystem, Clock, LoopClock
-from dgd.actors.tree import operator_children, secure_keys, watched
+from dgd.actors.tree import operator_children, watched
 from dgd.actors.workers import DEFAULT_WORKERS, Workers
 from dgd.cluster.protocol import Cluster
 from dgd.daemon.election import LeaderElector
@@ -45,7 +45,8 @@ from dgd.daemon.metrics import DaemonMetrics
 from dgd.daemon.probes import Health, Role
 from dgd.daemon.rest_client import Fence, InstrumentedCluster
 from dgd.daemon.servers import Server, metrics_app, parse_address, probes_app
-from dgd.domain.render.ssh_keys import KeyPair
+from dgd.daemon.ssh_keys import secure_keys
+from dgd.domain.render.ssh_keys import KeySource
 from dgd.messages.config import RELEASE_NAMESPACE, OperatorConfig
 
 if TYPE_CHECKING:  # imported only by `run --record`
@@ -91,7 +92,7 @@ class Daemon:
         clock: Clock | None = None,
         wall: Callable[[], float] = time.time,
         random: random_module.Random | None = None,
-        keys: Callable[[], KeyPair] = secure_keys,
+        keys: KeySource = secure_keys,
         resync: float | None = DEFAULT_RESYNC,
         metrics: DaemonMetrics | None = None,
         health: Health | None = None,
