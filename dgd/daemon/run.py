@@ -130,6 +130,8 @@ class Daemon:
             self.probe_port = await self._serve(stack, self.settings.probe_address, "probes")
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self.health.heartbeat)
+                # The loop's lag, on the loop's own clock whatever clock the daemon is given.
+                tg.start_soon(self.metrics.watch_loop_lag, LoopClock())
                 self.serving.set()
                 try:
                     return await self._lead_or_operate()
