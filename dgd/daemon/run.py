@@ -17,8 +17,8 @@ Only the leader runs the operator's actor tree; a candidate waiting for the leas
 servers and its campaign. With leader election off the process runs the operator at once.
 
 The cluster is injected (any ``Cluster``: the kube adapter in production, a ``MemoryCluster`` in
-tests), and so are the clock (``LoopClock``; a ``ManualClock`` in tests), the wall clock and the
-random source.
+tests), and so are the clock (``LoopClock``; a ``ManualClock`` in tests), the wall clock, the
+random source and the MPI key source (``SecureKeys``: made in a worker thread).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from dgd.daemon.metrics import DaemonMetrics
 from dgd.daemon.probes import Health, Role
 from dgd.daemon.rest_client import Fence, InstrumentedCluster
 from dgd.daemon.servers import Server, metrics_app, parse_address, probes_app
-from dgd.daemon.ssh_keys import secure_keys
+from dgd.daemon.ssh_keys import SecureKeys
 from dgd.domain.render.ssh_keys import KeySource
 from dgd.messages.config import RELEASE_NAMESPACE, OperatorConfig
 
@@ -92,7 +92,7 @@ class Daemon:
         clock: Clock | None = None,
         wall: Callable[[], float] = time.time,
         random: random_module.Random | None = None,
-        keys: KeySource = secure_keys,
+        keys: KeySource | None = None,
         resync: float | None = DEFAULT_RESYNC,
         metrics: DaemonMetrics | None = None,
         health: Health | None = None,
@@ -106,7 +106,7 @@ class Daemon:
         self._clock: Clock = clock or LoopClock()
         self._wall = wall
         self._random = random or random_module.Random()
-        self._keys = keys
+        self._keys = keys if keys is not None else SecureKeys()
         self._resync = resync
         self.metrics = metrics or DaemonMetrics()
         self.health = health or Health(self._clock)

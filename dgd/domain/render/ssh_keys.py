@@ -1,7 +1,7 @@
 """The MPI SSH key pair: the value the operator stores in the MPI Secret when the cluster has none.
 
 The domain knows what a key pair is, not how one is made: a ``KeySource`` is passed in. The daemon's
-(``dgd.daemon.ssh_keys.secure_keys``) makes a fresh 2048-bit RSA pair with ``cryptography`` in a
+(``dgd.daemon.ssh_keys.SecureKeys``) makes a fresh 2048-bit RSA pair with ``cryptography`` in a
 worker thread; the simulation's (``dgd.sim.key_pool.KeyPool``) draws from a fixed pool with its seeded
 generator, so runs replay. Either way the private key is PKCS#1 PEM (``-----BEGIN RSA PRIVATE
 KEY-----``), as ``ssh-keygen -t rsa -m PEM`` writes it, and the public key one OpenSSH
