@@ -45,6 +45,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/actors.py
 	$(BIN)/python bench/cluster.py
 	$(BIN)/python bench/sim.py
+	$(BIN)/python bench/keys.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

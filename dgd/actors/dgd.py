@@ -76,7 +76,7 @@ from dgd.domain.projection import (
     starting_status,
 )
 from dgd.domain.provider import COMPONENT, ConflictingProviders, adopt_provider, stored_provider
-from dgd.domain.render.ssh_keys import KeyPair
+from dgd.domain.render.ssh_keys import KeySource
 from dgd.messages.config import OperatorConfig, progress_deadline
 from dgd.messages.dgd import DGDStatus, DynamoGraphDeployment
 from dgd.messages.timestamps import rfc3339
@@ -121,7 +121,7 @@ class DGDActor(Reconciler):
         recorder: Recorder,
         config: OperatorConfig,
         wall: Callable[[], float],
-        keys: Callable[[], KeyPair],
+        keys: KeySource,
         retries: Retries | None = None,
         reconciles: ReconcileObserver | None = None,
         workers: Workers | None = None,

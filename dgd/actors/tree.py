@@ -19,7 +19,6 @@ DynamoCheckpoints only when the checkpoint gate is.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -65,7 +64,7 @@ from dgd.cluster.resources import (
     Resource,
 )
 from dgd.domain.metadata_keys import COMPONENT_TYPE, GRAPH_NAME, SELECTOR
-from dgd.domain.render.ssh_keys import KeyPair, rsa_key_pair
+from dgd.domain.render.ssh_keys import KeySource
 from dgd.messages.component import WORKER_TYPES
 from dgd.messages.config import OperatorConfig
 
@@ -107,11 +106,6 @@ DGDS_SUPERVISION = Supervision(
 )
 
 
-def secure_keys() -> KeyPair:
-    """An MPI SSH key pair from the operating system's random source (the daemon's choice)."""
-    return rsa_key_pair(random.SystemRandom())
-
-
 def watched(config: OperatorConfig) -> tuple[Resource[Any], ...]:
     """The kinds this configuration's operator watches."""
     grove = GROVE_WATCHED if config.orchestrators.grove.enabled is True else ()
@@ -125,7 +119,7 @@ def operator_children(
     config: OperatorConfig,
     wall: Callable[[], float],
     instance: str = "dgd-operator",
-    keys: Callable[[], KeyPair] = secure_keys,
+    keys: KeySource,
     resync: float | None = DEFAULT_RESYNC,
     cache: Cache | None = None,
     reconciles: ReconcileObserver | None = None,
@@ -134,7 +128,8 @@ def operator_children(
     on_rejected: Callable[[str], None] | None = None,
 ) -> Sequence[ChildSpec[Any]]:
     """The operator's actor tree (see the module); ``wall`` gives seconds since the epoch for
-    timestamps; ``cache`` may be passed in to look at what the operator sees (tests);
+    timestamps; ``keys`` makes the MPI SSH key pair when the cluster has none (the daemon's and the
+    simulation's differ); ``cache`` may be passed in to look at what the operator sees (tests);
     ``reconciles`` hears about every reconcile (the daemon's metrics). ``namespaces``: the namespaces
     watched in namespace-restricted mode (default: ``namespace.restricted`` of ``config`` if set, else
     every namespace); ``config.namespace.restricted`` must be set when they are given (it is the
@@ -166,7 +161,7 @@ class _Wiring:
         config: OperatorConfig,
         wall: Callable[[], float],
         instance: str,
-        keys: Callable[[], KeyPair],
+        keys: KeySource,
         reconciles: ReconcileObserver | None,
         workers: Workers | None,
         on_rejected: Callable[[str], None] | None,

@@ -9,9 +9,10 @@ or ``all`` of them. The invariants are checked after every step, and every graph
 ``successful`` within a bound after the last fault. The first schedule to break each invariant is
 shrunk to a small trace that ``dgd-operator sim replay`` reproduces.
 
-Prints a summary (schedules, faults, violations by invariant); ``--report`` writes it as JSON, with no
-wall-clock value in it (the wall time goes to stderr). Exit 0 when nothing broke, 1 when an invariant
-did (naming it and the shrunk trace), 2 for usage errors.
+Prints a summary (schedules, faults, violations by invariant), then, in a section of its own, the
+event-loop callbacks that ran over 100 ms of wall time; ``--report`` writes the summary as JSON, with
+no wall-clock value in it (the wall time and the stalls are left out). Exit 0 when nothing broke, 1
+when an invariant did (naming it and the shrunk trace), 2 for usage errors.
 
 Like ``cli.py``, this module is the command line: it is allowed to import ``dgd.sim``.
 """
@@ -31,6 +32,7 @@ from typing import Any, TextIO
 from dgd.messages.dgd import KIND
 from dgd.sim.chaos import Campaign, CampaignReport, encode_campaign, run_campaign, summary
 from dgd.sim.chaos_plans import PLANS, Plan
+from dgd.sim.chaos_stalls import Stall, stalls_summary
 from dgd.sim.chaos_workload import Example, examples_in
 
 EXIT_OK, EXIT_BROKEN, EXIT_USAGE = 0, 1, 2
@@ -97,11 +99,17 @@ def _chaos(args: argparse.Namespace) -> int:
         print(f"dgd-operator chaos: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     started = time.perf_counter()
+    stalls: list[Stall] = []
     report = run_campaign(
-        campaign, shrink_to=_shrink_paths(args.shrink_to), jobs=jobs, progress=_progress(sys.stderr)
+        campaign,
+        shrink_to=_shrink_paths(args.shrink_to),
+        jobs=jobs,
+        progress=_progress(sys.stderr),
+        stalled=stalls.append,
     )
     wall = time.perf_counter() - started
     sys.stdout.write(summary(report))
+    sys.stdout.write("\n" + stalls_summary(stalls))
     print(f"wall time: {wall:.1f}s", file=sys.stderr)
     if args.report is not None:
         try:

@@ -36,13 +36,13 @@ from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import DEFAULT_RESOURCES
 from dgd.domain.crds import all_crds
 from dgd.domain.gates import GateError, effective_config, resolve_gates, served_apis
-from dgd.domain.render.ssh_keys import rsa_key_pair
 from dgd.messages.config import ConfigError, OperatorConfig, load_config
 from dgd.messages.timestamps import wall_clock
 from dgd.sim import WorldSettings
 from dgd.sim import run as run_loop
 from dgd.sim.apiserver.catalog import CUSTOM_RESOURCE_DEFINITION
 from dgd.sim.apiserver.server import Facade, serve, write_kubeconfig
+from dgd.sim.key_pool import KeyPool
 from dgd.sim.world.bootstrap import Discovery, bootstrap
 from dgd.sim.world.checkpoint import CheckpointController
 from dgd.sim.world.controller import WorldController
@@ -222,14 +222,13 @@ class _Server:
 
     def _operator(self, cluster: Cluster, discovery: Discovery) -> list[ChildSpec[Any]]:
         gates = resolve_gates(self._config, served_apis(discovery.group_versions))
-        keys = random.Random(self._seeds.getrandbits(64))
         return list(
             operator_children(
                 cluster,
                 config=effective_config(self._config, gates),
                 wall=wall_clock,
                 instance="dgd-operator-sim",
-                keys=lambda: rsa_key_pair(keys),
+                keys=KeyPool(random.Random(self._seeds.getrandbits(64))),
                 workers=Workers(DEFAULT_WORKERS),
             )
         )

@@ -7,7 +7,12 @@ Dashboards built for controller-runtime operators read the same series here:
 ``rest_client_requests_total{code,method}`` and ``leader_election_master_status``; plus the actor
 runtime's own: ``dgd_actor_restarts_total{kind}``, ``dgd_actor_mailbox_depth{kind}``,
 ``dgd_supervisor_escalations_total``, ``dgd_actor_parkings_total{kind}``,
-``dgd_informer_decode_errors_total{kind}`` and ``dgd_actors{kind}``.
+``dgd_informer_decode_errors_total{kind}`` and ``dgd_actors{kind}``; and the process's
+``dgd_event_loop_lag_seconds``, a histogram of how late a timer on the event loop fires
+(``watch_loop_lag``, every ``LAG_INTERVAL``): every step that holds the loop delays every actor,
+watch and lease renewal by as much, and a histogram keeps each stall between two scrapes (a gauge
+would show only the last sample). For example, alert on
+``histogram_quantile(0.99, rate(dgd_event_loop_lag_seconds_bucket[5m])) > 0.1``.
 
 A "controller" is a kind of reconciling actor: the DGD actors under ``/operator/dgds`` and the
 scaling-adapter actors under ``/operator/adapters``, which report every reconcile they run
@@ -31,7 +36,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from dgd.actors.reconciler import ADAPTER_CONTROLLER, DGD_CONTROLLER
-from dgd.actors.runtime import ActorSystem, NullMetrics
+from dgd.actors.runtime import ActorSystem, Clock, NullMetrics
 from dgd.actors.tree import ADAPTERS, DGDS
 from dgd.actors.workers import Workers
 
@@ -50,6 +55,10 @@ RECONCILE_BUCKETS = (
 )  # fmt: skip
 #: client-go's work queue latency buckets: 10ns to 1000s, by powers of ten.
 QUEUE_BUCKETS = tuple(10e-9 * 10**i for i in range(12))
+#: Event loop lag buckets (seconds): 1 ms to 10 s (the lease's renew deadline); 0.1 s is the target.
+LAG_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+#: How often the loop lag is sampled (seconds): any stall at least this long is seen.
+LAG_INTERVAL = 0.1
 
 
 def reconciler(path: str) -> tuple[str, str, str] | None:
@@ -175,6 +184,20 @@ class DaemonMetrics(NullMetrics):
             ["kind"],
             registry=registry,
         )
+        self.loop_lag = Histogram(
+            "dgd_event_loop_lag_seconds",
+            "How late a periodic timer on the event loop fired (the loop was busy when it was due)",
+            buckets=LAG_BUCKETS,
+            registry=registry,
+        )
+
+    async def watch_loop_lag(self, clock: Clock, interval: float = LAG_INTERVAL) -> None:
+        """Sample the event loop's lag forever (run it as a task): sleep ``interval`` on ``clock``,
+        observe how much later than due it woke."""
+        while True:
+            due = clock.now() + interval
+            await clock.sleep(interval)
+            self.loop_lag.observe(max(0.0, clock.now() - due))
 
     def _workers(self, controller: str) -> Callable[[], float]:
         return lambda: float(self._active[controller])

@@ -17,8 +17,8 @@ Only the leader runs the operator's actor tree; a candidate waiting for the leas
 servers and its campaign. With leader election off the process runs the operator at once.
 
 The cluster is injected (any ``Cluster``: the kube adapter in production, a ``MemoryCluster`` in
-tests), and so are the clock (``LoopClock``; a ``ManualClock`` in tests), the wall clock and the
-random source.
+tests), and so are the clock (``LoopClock``; a ``ManualClock`` in tests), the wall clock, the
+random source and the MPI key source (``SecureKeys``: made in a worker thread).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import msgspec
 from dgd.actors.cache import Cache
 from dgd.actors.router import DEFAULT_RESYNC
 from dgd.actors.runtime import ActorSystem, Clock, LoopClock
-from dgd.actors.tree import operator_children, secure_keys, watched
+from dgd.actors.tree import operator_children, watched
 from dgd.actors.workers import DEFAULT_WORKERS, Workers
 from dgd.cluster.protocol import Cluster
 from dgd.daemon.election import LeaderElector
@@ -45,7 +45,8 @@ from dgd.daemon.metrics import DaemonMetrics
 from dgd.daemon.probes import Health, Role
 from dgd.daemon.rest_client import Fence, InstrumentedCluster
 from dgd.daemon.servers import Server, metrics_app, parse_address, probes_app
-from dgd.domain.render.ssh_keys import KeyPair
+from dgd.daemon.ssh_keys import SecureKeys
+from dgd.domain.render.ssh_keys import KeySource
 from dgd.messages.config import RELEASE_NAMESPACE, OperatorConfig
 
 if TYPE_CHECKING:  # imported only by `run --record`
@@ -91,7 +92,7 @@ class Daemon:
         clock: Clock | None = None,
         wall: Callable[[], float] = time.time,
         random: random_module.Random | None = None,
-        keys: Callable[[], KeyPair] = secure_keys,
+        keys: KeySource | None = None,
         resync: float | None = DEFAULT_RESYNC,
         metrics: DaemonMetrics | None = None,
         health: Health | None = None,
@@ -105,7 +106,7 @@ class Daemon:
         self._clock: Clock = clock or LoopClock()
         self._wall = wall
         self._random = random or random_module.Random()
-        self._keys = keys
+        self._keys = keys if keys is not None else SecureKeys()
         self._resync = resync
         self.metrics = metrics or DaemonMetrics()
         self.health = health or Health(self._clock)
@@ -129,6 +130,8 @@ class Daemon:
             self.probe_port = await self._serve(stack, self.settings.probe_address, "probes")
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self.health.heartbeat)
+                # The loop's lag, on the loop's own clock whatever clock the daemon is given.
+                tg.start_soon(self.metrics.watch_loop_lag, LoopClock())
                 self.serving.set()
                 try:
                     return await self._lead_or_operate()

@@ -22,7 +22,8 @@ byte, whatever ``jobs`` is. Then, for each invariant broken, the first schedule 
 seed order) is shrunk (``chaos_shrink``) and written as a trace file, which is replayed once more,
 as ``dgd-operator sim replay`` would, to say whether it reproduces the violation alone.
 
-The report holds no wall-clock value: counts, cluster time, names and paths only.
+The report holds no wall-clock value: counts, cluster time, names and paths only. The event-loop
+callbacks that ran over 100 ms of wall time (``chaos_stalls``) are told apart, to ``stalled``.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import msgspec
 from dgd.messages.trace import write_trace
 from dgd.sim.chaos_plans import GENERATORS, PLANS, Fault, Plan, Schedule, crash_points
 from dgd.sim.chaos_shrink import shrink
+from dgd.sim.chaos_stalls import Stall, watching_stalls
 from dgd.sim.chaos_workload import Example, Workload, workload
 from dgd.sim.chaos_writes import CrashAfter, Write, WriteLog, tapped
 from dgd.sim.invariants import NAMES
@@ -79,13 +81,15 @@ class Outcome(msgspec.Struct, frozen=True):
 
 class SeedResult(msgspec.Struct, frozen=True):
     """One seed's schedules: their outcomes in order, the write points its fault-free run reached,
-    the fault records by kind, and the schedules that broke something (to shrink)."""
+    the fault records by kind, the schedules that broke something (to shrink), and the event-loop
+    stalls its replays had (wall time: never in the report)."""
 
     seed: int
     outcomes: tuple[Outcome, ...]
     points: tuple[str, ...]
     faults: dict[str, int]
     failing: tuple[Schedule, ...]
+    stalls: tuple[Stall, ...] = ()
 
 
 class Failure(msgspec.Struct, frozen=True, rename="camel"):
@@ -140,14 +144,20 @@ def run_campaign(
     jobs: int = 1,
     bug: Bug | None = None,
     progress: Callable[[int, int], None] | None = None,
+    stalled: Callable[[Stall], None] | None = None,
 ) -> CampaignReport:
     """Run ``campaign`` (see the module); the shrunk trace of a broken invariant goes to
     ``shrink_to(invariant)``. ``bug`` breaks the operator before each replay (tests; it must be a
-    module-level function when ``jobs`` > 1); ``progress(done, total)`` hears of each seed done."""
+    module-level function when ``jobs`` > 1); ``progress(done, total)`` hears of each seed done;
+    ``stalled`` of each event-loop callback of a seed's replays that ran over ``chaos_stalls.SLOW``
+    seconds of wall time, in seed order."""
     seeds = list(range(campaign.first_seed, campaign.first_seed + campaign.seeds))
     results: list[SeedResult] = []
     for result in _seeds(campaign, seeds, jobs, bug):
         results.append(result)
+        if stalled is not None:
+            for stall in result.stalls:
+                stalled(stall)
         if progress is not None:
             progress(len(results), len(seeds))
     outcomes = [outcome for result in results for outcome in result.outcomes]
@@ -228,10 +238,14 @@ def run_seed(campaign: Campaign, seed: int, bug: Bug | None = None) -> SeedResul
     work = workload(campaign.examples, seed=seed, dgds=campaign.dgds)
     base = Schedule(seed, "none", 0, work.graphs, work.actions, ())
     log = WriteLog()
-    with tapped(log):
-        outcome = _outcome(base, run_replay(base.trace(), bug=bug))
-    schedules = list(_schedules(campaign.plans, base, work, log.writes))
-    outcomes = [outcome, *(_outcome(schedule, replay_schedule(schedule, bug=bug)) for schedule in schedules)]
+    with watching_stalls() as watch:
+        with tapped(log), watch.during(base.name):
+            outcome = _outcome(base, run_replay(base.trace(), bug=bug))
+        schedules = list(_schedules(campaign.plans, base, work, log.writes))
+        outcomes = [outcome]
+        for schedule in schedules:
+            with watch.during(schedule.name):
+                outcomes.append(_outcome(schedule, replay_schedule(schedule, bug=bug)))
     faults: Counter[str] = Counter()
     for schedule in schedules:
         faults.update(_kind(fault) for fault in schedule.faults)
@@ -242,6 +256,7 @@ def run_seed(campaign: Campaign, seed: int, bug: Bug | None = None) -> SeedResul
         tuple(sorted({write.point.described for write in log.writes})),
         dict(faults),
         tuple(failing),
+        tuple(watch.stalls),
     )
 
 

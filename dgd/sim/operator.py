@@ -3,8 +3,9 @@
 ``simulated_operator(settings, seed=..., config=...)`` is a ``SimulatedCluster`` whose operator is the
 whole actor tree of ``dgd.actors.tree``, with its feature gates resolved against the simulated
 cluster's discovery (``GateError`` on entering if the configuration cannot start), cluster time for
-timestamps, and MPI SSH keys from a generator seeded with ``seed`` — so one seed gives one run. Its DGD
-reconciles share as many workers as the daemon's by default (``workers``; ``None``: no bound).
+timestamps, and MPI SSH keys drawn from the simulation's fixed pool by a generator seeded with
+``seed`` (``dgd.sim.key_pool``) — so one seed gives one run. Its DGD reconciles share as many workers
+as the daemon's by default (``workers``; ``None``: no bound).
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from dgd.actors.tree import operator_children
 from dgd.actors.workers import DEFAULT_WORKERS, Workers
 from dgd.cluster.protocol import Cluster
 from dgd.domain.gates import effective_config, resolve_gates, served_apis
-from dgd.domain.render.ssh_keys import rsa_key_pair
 from dgd.messages.config import OperatorConfig
 from dgd.sim.cluster import SimulatedCluster
+from dgd.sim.key_pool import KeyPool
 from dgd.sim.world.settings import WorldSettings
 
 #: The operator instance name its events report.
@@ -43,13 +44,12 @@ def simulated_operator(
     def operator(cluster: Cluster) -> Sequence[ChildSpec[Any]]:
         sim = holder[0]
         gates = resolve_gates(config, served_apis(sim.discovery.group_versions))
-        keys = random.Random(seed)
         return operator_children(
             cluster,
             config=effective_config(config, gates),
             wall=sim.now,
             instance=INSTANCE,
-            keys=lambda: rsa_key_pair(keys),
+            keys=KeyPool(random.Random(seed)),
             reconciles=reconciles,
             workers=Workers(workers) if workers is not None else None,
         )

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import logging
-from collections.abc import Callable
 
 import msgspec
 
@@ -50,7 +49,7 @@ from dgd.domain.render.shared_objects import (
     planner_rbac,
     wait_leader_config_map,
 )
-from dgd.domain.render.ssh_keys import KeyPair
+from dgd.domain.render.ssh_keys import KeySource
 from dgd.messages.config import OperatorConfig
 from dgd.messages.dgd import DynamoGraphDeployment
 
@@ -84,9 +83,7 @@ class EnsureShared(Request[SharedEnsured | StepFailed], frozen=True):
 class SharedResources(Actor[EnsureShared]):
     """Answers ``EnsureShared``; steps in the order of dgd-domain §7."""
 
-    def __init__(
-        self, *, reader: Reader, syncer: Syncer, config: OperatorConfig, keys: Callable[[], KeyPair]
-    ) -> None:
+    def __init__(self, *, reader: Reader, syncer: Syncer, config: OperatorConfig, keys: KeySource) -> None:
         self._reader = reader
         self._syncer = syncer
         self._config = config
@@ -185,7 +182,8 @@ class SharedResources(Actor[EnsureShared]):
         name, source = self._config.mpi.ssh_secret_name, self._config.mpi.ssh_secret_namespace
         original = await self._reader.get(SECRET.key(source, name))
         if original is None:
-            pair = self._keys()
+            # Made off the event loop (the source's guarantee): a key is ~0.1 s of CPU.
+            pair = await self._keys()
             data = {
                 PRIVATE_KEY: base64.b64encode(pair.private_pem.encode()).decode("ascii"),
                 PUBLIC_KEY: base64.b64encode(pair.public_openssh.encode()).decode("ascii"),

@@ -26,11 +26,11 @@ from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import DGD, EVENT
 from dgd.domain.conversion.dgd import dgd_to_v1beta1
 from dgd.domain.gates import effective_config, resolve_gates, served_apis
-from dgd.domain.render.ssh_keys import rsa_key_pair
 from dgd.messages.config import OperatorConfig
 from dgd.messages.dgd import DGDStatus, DynamoGraphDeployment
 from dgd.messages.meta import Condition
 from dgd.sim import SimulatedCluster, WorldSettings
+from dgd.sim.key_pool import KeyPool
 from tests.upstream import UPSTREAM
 
 NS = "default"
@@ -171,12 +171,11 @@ async def on_stage(
     def operator(cluster: Cluster) -> Any:
         sim = holder[0]
         gates = resolve_gates(operator_config, served_apis(sim.discovery.group_versions))
-        keys = random.Random(seed)
         return operator_children(
             cluster,
             config=effective_config(operator_config, gates),
             wall=sim.now,
-            keys=lambda: rsa_key_pair(keys),
+            keys=KeyPool(random.Random(seed)),
         )
 
     sim = SimulatedCluster(settings or WorldSettings(), seed=seed, config=operator_config, operator=operator)

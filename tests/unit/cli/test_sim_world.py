@@ -29,12 +29,12 @@ from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.resources import DEFAULT_RESOURCES, DGD, POD
 from dgd.domain.crds import all_crds
 from dgd.domain.gates import effective_config, resolve_gates, served_apis
-from dgd.domain.render.ssh_keys import rsa_key_pair
 from dgd.messages.config import OperatorConfig
 from dgd.messages.timestamps import wall_clock
 from dgd.sim import WorldSettings
 from dgd.sim.apiserver.catalog import CUSTOM_RESOURCE_DEFINITION
 from dgd.sim.apiserver.server import Facade, serve, write_kubeconfig
+from dgd.sim.key_pool import KeyPool
 from dgd.sim.world.bootstrap import bootstrap
 
 pytestmark = pytest.mark.anyio
@@ -87,10 +87,7 @@ async def test_sim_world_brings_the_aggregated_example_to_successful_over_http(t
                     OperatorConfig(),
                     resolve_gates(OperatorConfig(), served_apis(await kube.group_versions())),
                 )
-                keys = random.Random(2)
-                tree = operator_children(
-                    kube, config=config, wall=wall_clock, keys=lambda: rsa_key_pair(keys)
-                )
+                tree = operator_children(kube, config=config, wall=wall_clock, keys=KeyPool(random.Random(2)))
                 async with ActorSystem(tree, clock=LoopClock(), random=random.Random(3)):
                     # when the example is applied
                     document = yaml.safe_load((ROOT / "examples" / "agg.yaml").read_text(encoding="utf-8"))

@@ -20,10 +20,10 @@ from dgd.cluster.errors import NotFound
 from dgd.cluster.kube.adapter import KubeCluster
 from dgd.cluster.resources import DGD, EVENT, PCS
 from dgd.domain.gates import effective_config, resolve_gates, served_apis
-from dgd.domain.render.ssh_keys import rsa_key_pair
 from dgd.messages.config import OperatorConfig
 from dgd.sim import SimulatedCluster, WorldSettings
 from dgd.sim.apiserver.server import Facade, serve
+from dgd.sim.key_pool import KeyPool
 
 pytestmark = pytest.mark.anyio
 
@@ -43,9 +43,8 @@ async def test_operator_over_the_kube_adapter_takes_a_dgd_to_successful_and_dele
         async with KubeCluster(api, rng=random.Random(5)) as kube:
             config = OperatorConfig()
             gates = resolve_gates(config, served_apis(await kube.group_versions()))
-            keys = random.Random(0)
             children = operator_children(
-                kube, config=effective_config(config, gates), wall=sim.now, keys=lambda: rsa_key_pair(keys)
+                kube, config=effective_config(config, gates), wall=sim.now, keys=KeyPool(random.Random(0))
             )
             async with ActorSystem(children, clock=LoopClock(), random=random.Random(1)):
                 # when the example DGD is created through the adapter

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import aiohttp
 import anyio
+import anyio.lowlevel
 import msgspec
 import pytest
 from prometheus_client import generate_latest
@@ -37,6 +38,7 @@ NAMES = (
     "dgd_actor_mailbox_depth",
     "dgd_supervisor_escalations_total",
     "dgd_actors",
+    "dgd_event_loop_lag_seconds",
 )
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -196,3 +198,42 @@ async def test_dgds_waiting_for_a_reconcile_worker_count_in_the_work_queue_depth
         release.set()
     samples = parse(_exposition(metrics))
     assert value(samples, "workqueue_depth", name=DGD_CONTROLLER) == 0
+
+
+class _LateClock:
+    """A clock on which every sleep wakes ``late`` seconds after it was due (a busy loop), ``wakes`` times."""
+
+    def __init__(self, late: float, wakes: int) -> None:
+        self._now = 0.0
+        self._late = late
+        self._wakes = wakes
+
+    def now(self) -> float:
+        return self._now
+
+    async def sleep(self, delay: float) -> None:
+        if self._wakes == 0:
+            await anyio.sleep_forever()
+        self._wakes -= 1
+        self._now += delay + self._late
+        await anyio.lowlevel.checkpoint()
+
+
+async def test_the_event_loop_lag_is_how_late_each_periodic_wake_up_comes() -> None:
+    metrics = DaemonMetrics()
+
+    # given a loop on which the monitor's timer fires 0.3 s late, three times
+    clock = _LateClock(late=0.3, wakes=3)
+
+    # when the lag monitor has woken three times
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(metrics.watch_loop_lag, clock)
+        await settle()
+        tg.cancel_scope.cancel()
+
+    # then three samples of 0.3 s were observed, each above the 0.25 s bucket, within the 0.5 s one
+    samples = parse(_exposition(metrics))
+    assert value(samples, "dgd_event_loop_lag_seconds_count") == 3
+    assert value(samples, "dgd_event_loop_lag_seconds_sum") == pytest.approx(0.9)
+    assert value(samples, "dgd_event_loop_lag_seconds_bucket", le="0.25") == 0
+    assert value(samples, "dgd_event_loop_lag_seconds_bucket", le="0.5") == 3

@@ -46,11 +46,11 @@ from dgd.cluster.resources import (
 from dgd.daemon.run import Daemon, DaemonSettings
 from dgd.domain.conversion.dgd import dgd_to_v1beta1
 from dgd.domain.gates import effective_config, resolve_gates, served_apis
-from dgd.domain.render.ssh_keys import rsa_key_pair
 from dgd.domain.sync import LAST_APPLIED_HASH
 from dgd.messages.config import RELEASE_NAMESPACE, OperatorConfig
 from dgd.messages.dgd import DynamoGraphDeployment
 from dgd.sim import SimulatedCluster, WorldSettings, run
+from dgd.sim.key_pool import KeyPool
 from tests.scenarios.grove.stage import upstream
 from tests.unit.deploy.recording import Call, RecordingCluster
 
@@ -464,7 +464,6 @@ async def _exercise(
     settings = WorldSettings(checkpoint_delay=60.0, namespaces=(USER_NS,))
     async with SimulatedCluster(settings, seed=11, config=config) as sim:
         gates = resolve_gates(config, served_apis(sim.discovery.group_versions))
-        keys = random.Random(5)
         daemon = Daemon(
             RecordingCluster(sim.cluster, calls),
             config=effective_config(config, gates),
@@ -473,7 +472,7 @@ async def _exercise(
             ),
             wall=sim.now,
             random=random.Random(3),
-            keys=lambda: rsa_key_pair(keys),
+            keys=KeyPool(random.Random(5)),
         )
         # A fresh cluster has no MPI key yet: the operator generates it.
         await sim.cluster.client().delete(

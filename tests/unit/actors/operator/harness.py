@@ -28,7 +28,7 @@ from dgd.cluster.errors import NotFound
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.resources import CLUSTER_ROLE, DGD, EVENT, NAMESPACE, PCLQ, PCS, PCSG, SECRET
 from dgd.domain.gates import Gates, effective_config
-from dgd.domain.render.ssh_keys import KeyPair
+from dgd.domain.render.ssh_keys import KeyPair, KeySource
 from dgd.messages.config import OperatorConfig
 from dgd.messages.dgd import DynamoGraphDeployment
 from dgd.messages.grove import PodCliqueSet
@@ -271,7 +271,7 @@ class Harness:
         await self.settle()
 
 
-def fake_keys() -> KeyPair:
+async def fake_keys() -> KeyPair:
     return KeyPair("-----BEGIN RSA PRIVATE KEY-----\nfake\n-----END RSA PRIVATE KEY-----\n", "ssh-rsa fake\n")
 
 
@@ -289,9 +289,11 @@ async def running_operator(
     namespaces: Sequence[str] = (),
     reconciles: ReconcileObserver | None = None,
     workers: Workers | None = None,
+    keys: KeySource = fake_keys,
 ) -> AsyncIterator[Harness]:
     """A memory cluster with what a real one would have (the planner ClusterRole and the MPI key Secret
-    our chart installs, unless turned off), and the operator running against it."""
+    our chart installs, unless turned off), and the operator running against it (``keys``: where MPI
+    key pairs come from; a fixed fake one by default)."""
     ticks = itertools.count()
     wall = lambda: EPOCH + next(ticks)  # noqa: E731
     server = MemoryCluster(clock=wall, rng=random.Random(seed))
@@ -333,7 +335,7 @@ async def running_operator(
         counting,
         config=effective,
         wall=lambda: harness.now,
-        keys=fake_keys,
+        keys=keys,
         cache=cache,
         resync=resync,
         namespaces=namespaces,
