@@ -126,6 +126,7 @@ def operator_children(
     namespaces: Sequence[str] = (),
     workers: Workers | None = None,
     on_rejected: Callable[[str], None] | None = None,
+    on_events_dropped: Callable[[str], None] | None = None,
 ) -> Sequence[ChildSpec[Any]]:
     """The operator's actor tree (see the module); ``wall`` gives seconds since the epoch for
     timestamps; ``keys`` makes the MPI SSH key pair when the cluster has none (the daemon's and the
@@ -135,13 +136,14 @@ def operator_children(
     every namespace); ``config.namespace.restricted`` must be set when they are given (it is the
     restricted-mode switch). ``workers`` bounds the DGD reconciles that run at once (default: no
     bound). ``on_rejected`` hears the kind of every object an informer cannot decode (the daemon's
-    metrics)."""
+    metrics), ``on_events_dropped`` why each event the poster dropped was dropped."""
     if namespaces and not config.namespace.restricted:
         raise ValueError("namespaces given in cluster-wide mode: set namespace.restricted as well")
     scopes = tuple(namespaces) or ((config.namespace.restricted,) if config.namespace.restricted else None)
     wiring = _Wiring(
         cluster, cache if cache is not None else Cache(), config=config, wall=wall, instance=instance,
         keys=keys, reconciles=reconciles, workers=workers, on_rejected=on_rejected,
+        on_events_dropped=on_events_dropped,
     )  # fmt: skip
     return [
         # Events are posted beside the operator, so a restart of either leaves the other alone.
@@ -165,12 +167,13 @@ class _Wiring:
         reconciles: ReconcileObserver | None,
         workers: Workers | None,
         on_rejected: Callable[[str], None] | None,
+        on_events_dropped: Callable[[str], None] | None = None,
     ) -> None:
         self.cluster, self.cache, self.config, self.wall = cluster, cache, config, wall
         self.instance, self.keys, self.reconciles, self.workers = instance, keys, reconciles, workers
         self.on_rejected = on_rejected
         self.reader = Reader(cluster, cache)
-        self.recorder = Recorder(cluster, instance=instance, now=wall)
+        self.recorder = Recorder(cluster, instance=instance, now=wall, on_dropped=on_events_dropped)
         self.syncer = Syncer(cluster, cache, self.recorder)
         self.dgd_writer = DGDWriter(cluster, cache)
         # Each object's reconcile backoff outlives its actor's restarts (and the operator supervisor's).

@@ -190,8 +190,9 @@ class _Server:
         system = ActorSystem(children, clock=LoopClock(), random=random.Random(self._seeds.getrandbits(64)))
         facade = Facade(cluster, resources=SERVED_RESOURCES, token=self._args.token)
         async with system, serve(facade, self._args.host, self._args.port) as url:
-            self._announce(url)
+            # The handlers first: whoever reads the announcement may signal at once.
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                self._announce(url)
                 async for _ in signals:
                     break
         print("dgd-operator sim serve: stopped", flush=True)

@@ -7,7 +7,8 @@ Dashboards built for controller-runtime operators read the same series here:
 ``rest_client_requests_total{code,method}`` and ``leader_election_master_status``; plus the actor
 runtime's own: ``dgd_actor_restarts_total{kind}``, ``dgd_actor_mailbox_depth{kind}``,
 ``dgd_supervisor_escalations_total``, ``dgd_actor_parkings_total{kind}``,
-``dgd_informer_decode_errors_total{kind}`` and ``dgd_actors{kind}``; and the process's
+``dgd_informer_decode_errors_total{kind}``, ``dgd_events_dropped_total{reason}`` and
+``dgd_actors{kind}``; and the process's
 ``dgd_event_loop_lag_seconds``, a histogram of how late a timer on the event loop fires
 (``watch_loop_lag``, every ``LAG_INTERVAL``): every step that holds the loop delays every actor,
 watch and lease renewal by as much, and a histogram keeps each stall between two scrapes (a gauge
@@ -178,6 +179,12 @@ class DaemonMetrics(NullMetrics):
             ["kind"],
             registry=registry,
         )
+        self.events_dropped = PromCounter(
+            "dgd_events_dropped_total",
+            "Events the operator dropped instead of posting: refused by the API, or over a full queue",
+            ["reason"],
+            registry=registry,
+        )
         self.parkings = PromCounter(
             "dgd_actor_parkings_total",
             "Actors over their own restart intensity, parked until their backoff ends, by actor kind",
@@ -262,6 +269,10 @@ class DaemonMetrics(NullMetrics):
     def undecodable(self, kind: str) -> None:
         """An informer left out an object of ``kind`` it could not decode."""
         self.decode_errors.labels(kind).inc()
+
+    def event_dropped(self, why: str) -> None:
+        """The event poster dropped one event (``refused`` or ``full``)."""
+        self.events_dropped.labels(why).inc()
 
     def parked(self, path: str) -> None:
         cell = self._system.lookup(path) if self._system is not None else None

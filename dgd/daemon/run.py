@@ -233,6 +233,7 @@ class Daemon:
             namespaces=self.settings.namespaces,
             workers=workers,
             on_rejected=self.metrics.undecodable,
+            on_events_dropped=self.metrics.event_dropped,
         )
         system = self.system = ActorSystem(
             children,

@@ -35,7 +35,11 @@ VERSION = 1
 
 Seconds = Annotated[float, msgspec.Meta(ge=0)]
 Verb = Literal["get", "list", "watch", "create", "update", "patch", "delete"]
-ErrorName = Literal["Conflict", "ServerError", "Timeout", "TooManyRequests", "Forbidden", "NotFound", "Gone"]
+#: The port's errors a fault may raise; ``Bug``: an exception that is no port error at all (a
+#: ``RuntimeError``), as a bug in the operator would raise, to see it contained.
+ErrorName = Literal[
+    "Conflict", "ServerError", "Timeout", "TooManyRequests", "Forbidden", "NotFound", "Gone", "Bug"
+]
 
 
 class Header(Model, frozen=True, kw_only=True, forbid_unknown_fields=True, tag_field="kind", tag="trace"):
@@ -128,10 +132,21 @@ class ApiFault(_Record, frozen=True, tag_field="kind", tag="api_fault"):
     verb: Verb | Literal["*"] = "*"
     resource: str = "*"
     subresource: str | None = None
+    #: Only requests about the object of this name (any: ``None``).
+    name: str | None = None
     error: ErrorName = "ServerError"
     count: Annotated[int, msgspec.Meta(ge=1)] | None = None
     rate: Annotated[float, msgspec.Meta(ge=0, le=1)] | None = None
     until: Seconds | None = None
+
+
+class Poison(_Record, frozen=True, tag_field="kind", tag="poison"):
+    """An object of ``resource`` the operator's model refuses is stored as ``namespace/name`` (as a
+    CRD looser than our models would admit it); the operator must go on without it."""
+
+    resource: str
+    name: str
+    namespace: str = "default"
 
 
 class WatchDrop(_Record, frozen=True, tag_field="kind", tag="watch_drop"):
@@ -183,6 +198,7 @@ Record = (
     | CheckpointReady
     | Kill
     | ApiFault
+    | Poison
     | WatchDrop
     | WatchExpire
     | StaleReads

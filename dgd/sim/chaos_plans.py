@@ -1,4 +1,6 @@
-"""Fault plans: what a chaos schedule breaks, and when (Sieve's three patterns, plus random faults).
+"""Fault plans: what a chaos schedule breaks, and when (Sieve's three patterns, and three more).
+
+Over 400 lines: the plans are one concept, each a generator beside the schedule it fills.
 
 A ``Schedule`` is one run to make: a workload (the graphs and the user's actions on them), the
 faults of one plan, and the expectation that every graph is ``successful`` within ``BOUND`` seconds
@@ -16,6 +18,12 @@ The plans, each drawn from its own seeded generator:
   it the operator is made to read afresh: the kind's watch expires, its informer or a DGD actor is
   killed (a restart that rebuilds from stale reads).
 * ``random`` — actors killed at random times, and API requests failing at random rates or counts.
+* ``poison`` — objects the operator's model refuses (a field of the wrong type, as a CRD newer or
+  looser than our Structs would admit) are stored, of every kind the operator decodes, at instants
+  the fault-free run changed things: every graph still converges.
+* ``crash-loop`` — the reconcile of a share of the graphs raises for ever (an exception that is no API
+  error, at their status write, from the start): every other graph converges, and none of it restarts
+  the operator.
 """
 
 from __future__ import annotations
@@ -51,6 +59,7 @@ from dgd.messages.trace import (
     Header,
     Kill,
     Patch,
+    Poison,
     Record,
     StaleReads,
     Trace,
@@ -60,9 +69,19 @@ from dgd.messages.trace import (
 )
 from dgd.sim.chaos_workload import Graph, Workload
 from dgd.sim.chaos_writes import Write, WritePoint
+from dgd.sim.poison import POISONABLE
 
-Plan = Literal["crash-after-write", "unobserved-state", "stale-state", "random"]
-PLANS: tuple[Plan, ...] = ("crash-after-write", "unobserved-state", "stale-state", "random")
+Plan = Literal["crash-after-write", "unobserved-state", "stale-state", "random", "poison", "crash-loop"]
+PLANS: tuple[Plan, ...] = (
+    "crash-after-write",
+    "unobserved-state",
+    "stale-state",
+    "random",
+    "poison",
+    "crash-loop",
+)
+#: The share of a workload's graphs the crash-loop plan breaks (at least one, never all but one of two).
+CRASHING_SHARE = 0.5
 
 #: Cluster seconds within which faults start.
 FAULTS_UNTIL = 180.0
@@ -91,6 +110,10 @@ CHILDREN = {
 }
 #: Kinds whose watches the faults end, expire or serve stale.
 WATCHED: tuple[Resource[Any], ...] = (DGD, DGDSA, DCD, PCS, PCLQ, PCSG, POD, SERVICE)
+#: The kinds the poison plan stores undecodable objects of, in a fixed order.
+POISONED: tuple[Resource[Any], ...] = tuple(
+    k for k in (DGD, DGDSA, DCD, PCS, PCLQ, PCSG) if k.kind in POISONABLE
+)
 #: Kinds whose requests the random plan fails.
 WRITTEN: tuple[Resource[Any], ...] = (
     DGD,
@@ -122,7 +145,7 @@ class CrashAfterWrite(msgspec.Struct, frozen=True, tag="crash_after_write"):
         return f"kill right after write #{self.nth} at {self.point}"
 
 
-Fault = Kill | ApiFault | WatchDrop | WatchExpire | StaleReads | CrashAfterWrite
+Fault = Kill | ApiFault | Poison | WatchDrop | WatchExpire | StaleReads | CrashAfterWrite
 
 
 class Schedule(msgspec.Struct, frozen=True):
@@ -157,6 +180,8 @@ class Schedule(msgspec.Struct, frozen=True):
             return []
         quiet = self.quiet_from()
         applied = {str(a.object["metadata"]["name"]) for a in self.actions if isinstance(a, Apply)}
+        # A graph whose reconcile a fault breaks for ever is not expected to converge.
+        applied -= {f.name for f in self.faults if isinstance(f, ApiFault) and f.error == "Bug" and f.name}
         return [
             Expect(
                 at=quiet,
@@ -291,10 +316,40 @@ def _api_fault(rng: random.Random, writes: list[Write]) -> ApiFault:
     )
 
 
+def poison(seed: int, workload: Workload, writes: list[Write]) -> list[Fault]:
+    """One undecodable object of each kind the operator decodes, each stored at an instant the
+    fault-free run changed things (in the workload's first namespace)."""
+    rng = random.Random(f"poison:{seed}")
+    instants = _busy(writes, workload)
+    namespace = (workload.graphs[0].ref.namespace if workload.graphs else None) or "default"
+    faults: list[Fault] = [
+        Poison(at=rng.choice(instants), resource=str(kind), namespace=namespace, name=f"poison-{number}")
+        for number, kind in enumerate(POISONED)
+    ]
+    faults.sort(key=lambda fault: fault.at)
+    return faults
+
+
+def crash_loop(seed: int, workload: Workload, writes: list[Write]) -> list[Fault]:
+    """The status write of ``CRASHING_SHARE`` of the graphs (drawn by ``seed``) raises a ``Bug`` from
+    the start, for ever: their reconciles always fail on an exception that is no API error."""
+    rng = random.Random(f"crash-loop:{seed}")
+    graphs = list(workload.graphs)
+    chosen = rng.sample(graphs, max(1, int(len(graphs) * CRASHING_SHARE))) if graphs else []
+    return [
+        ApiFault(
+            at=0.0, verb="patch", resource=str(DGD), subresource="status", name=graph.ref.name, error="Bug"
+        )
+        for graph in sorted(chosen, key=lambda graph: graph.ref.name)
+    ]
+
+
 GENERATORS: dict[Plan, Callable[[int, Workload, list[Write]], list[Fault]]] = {
     "unobserved-state": unobserved_state,
     "stale-state": stale_state,
     "random": random_faults,
+    "poison": poison,
+    "crash-loop": crash_loop,
 }
 
 

@@ -1,6 +1,6 @@
 """The operator's invariants, checked against every change a simulated cluster stores.
 
-Over 400 lines: the seven invariants share one journal of changes and are judged in one pass.
+Over 400 lines: the eight invariants share one journal of changes and are judged in one pass.
 
 ``Invariants(sim)`` hears every change the API server stores (``MemoryCluster.observe``: no fault
 rule applies to it, nothing is missed when watches drop), with the actor that made it (the actor
@@ -31,7 +31,7 @@ A violation records the cluster time (seconds since the simulation started) it w
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio.abc
@@ -53,6 +53,17 @@ NAMES = (
     "child-created-once",
     "one-replicas-owner",
     "bounded-liveness",
+    "failures-contained",
+)
+
+#: The operator's supervisor and the actors directly under it: no failure of an object's reconcile
+#: (however often, for however many objects) may restart them.
+OPERATOR_CORE = (
+    "/operator",
+    "/operator/dgds",
+    "/operator/adapters",
+    "/operator/router",
+    "/operator/informers",
 )
 
 #: DGD states a DGD may rest in.
@@ -148,15 +159,19 @@ class Invariants:
         for item in heard:
             self._judge(item)
 
-    def liveness(self, since: float, bound: float) -> None:
+    def liveness(self, since: float, bound: float, excused: frozenset[str] = frozenset()) -> None:
         """Every DGD that exists is stable, and has been since ``since + bound`` at the latest.
 
         Call it at or after ``since + bound`` (cluster seconds since the start), e.g. ``since`` the
-        end of the last fault; a DGD not stable when it is called is a violation.
+        end of the last fault; a DGD not stable when it is called is a violation. ``excused``: the
+        names of DGDs a fault breaks on purpose for ever (one the operator cannot read, one whose
+        reconcile always raises): the others must converge regardless.
         """
         self.check()
         now, deadline = self._sim.elapsed(), since + bound
         for (namespace, name), where in sorted(self._stability.items()):
+            if name in excused:
+                continue
             if where.stable_since is None:
                 detail = (
                     f"{namespace}/{name} is {where.state}, not stable, {now - since:g}s after the last fault "
@@ -169,6 +184,16 @@ class Invariants:
                     f"after the last fault (bound {bound:g}s)"
                 )
                 self._violate("bounded-liveness", deadline, detail)
+
+    def contained(self, restarts: Mapping[str, int], *, killed: bool) -> None:
+        """No actor of ``OPERATOR_CORE`` was restarted (``restarts``: by path), unless the trace kills
+        actors on purpose (``killed``: a kill below the core may restart it through its supervisor)."""
+        if killed:
+            return
+        for path in OPERATOR_CORE:
+            if restarts.get(path):
+                detail = f"{path} was restarted {restarts[path]} time(s) though no fault killed an actor"
+                self._violate("failures-contained", self._sim.elapsed(), detail)
 
     @property
     def ok(self) -> bool:

@@ -32,7 +32,7 @@ import msgspec
 from dgd.actors.runtime import CountingMetrics
 from dgd.cluster.resources import DGD
 from dgd.messages.base import JSONObject
-from dgd.messages.trace import ApiFault, Expect, Record, StaleReads, Trace, write_trace
+from dgd.messages.trace import ApiFault, Expect, Kill, Poison, Record, StaleReads, Trace, write_trace
 from dgd.sim.clock import backend_options, is_virtual
 from dgd.sim.cluster import SimulatedCluster
 from dgd.sim.expectations import Expectations
@@ -102,7 +102,8 @@ async def replay(
         faulted = [r for r in trace.records if isinstance(r, FAULTS)]
         if faulted:
             since = max(_fault_end(r) for r in faulted)
-            invariants.liveness(since, max(sim.elapsed() - since, 0.0))
+            invariants.liveness(since, max(sim.elapsed() - since, 0.0), broken_on_purpose(trace))
+        invariants.contained(metrics.restarts, killed=any(isinstance(r, Kill) for r in trace.records))
         dgds = await _final_dgds(sim)
         if recorder is not None and record is not None:
             record.write_bytes(write_trace(recorder.trace(dgds)))
@@ -206,6 +207,21 @@ async def _walk(
 
 def _deadline(expectations: Expectations, line: int) -> Callable[[], None]:
     return lambda: expectations.deadline(line)
+
+
+def broken_on_purpose(trace: Trace) -> frozenset[str]:
+    """The names of the DGDs the trace's faults break for ever: stored so that the operator cannot
+    read them (``poison``), or with a reconcile that always raises (an endless ``Bug`` fault on one
+    DGD's requests)."""
+    poisoned = {r.name for r in trace.records if isinstance(r, Poison) and r.resource == str(DGD)}
+    crashing = {
+        r.name
+        for r in trace.records
+        if isinstance(r, ApiFault) and r.error == "Bug" and r.until is None and r.name
+        and r.resource in (str(DGD), "*")
+    }  # fmt: skip
+    names = poisoned | crashing
+    return frozenset(names)
 
 
 def _fault_end(record: Record) -> float:

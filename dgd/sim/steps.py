@@ -52,6 +52,7 @@ from dgd.messages.trace import (
     ObjectRef,
     Patch,
     PodsReady,
+    Poison,
     Record,
     StaleReads,
     TopologyChange,
@@ -60,17 +61,19 @@ from dgd.messages.trace import (
 )
 from dgd.sim.cluster import SimulatedCluster
 from dgd.sim.kinds import BY_KIND, BY_NAME, kind_of
+from dgd.sim.poison import poisoned
 from dgd.sim.trace_io import resource_of
 from dgd.sim.world.checkpoint import finished
 from dgd.sim.world.pods import is_active, is_bound, is_ready, ready_status
 from dgd.sim.world.settings import ClusterTopology
 
 #: Records that break something on purpose.
-FAULTS = (Kill, ApiFault, WatchDrop, WatchExpire, StaleReads)
+FAULTS = (Kill, ApiFault, Poison, WatchDrop, WatchExpire, StaleReads)
 #: Records that change the world (not the operator, not the user).
 WORLD_EVENTS = (PodsReady, Capacity, TopologyChange, CheckpointReady)
 
-_ERRORS: dict[str, Callable[[str], ClusterError]] = {
+_ERRORS: dict[str, Callable[[str], ClusterError | Exception]] = {
+    "Bug": RuntimeError,
     "Conflict": Conflict,
     "ServerError": ServerError,
     "Timeout": Timeout,
@@ -114,6 +117,10 @@ async def apply_step(record: Record, sim: SimulatedCluster, user: MemoryCluster)
             return Applied(_kill(sim, path))
         case ApiFault() as fault:
             return _api_fault(sim, fault)
+        case Poison(resource=resource, namespace=namespace, name=name):
+            kind = BY_NAME[resource]
+            user.create_loose(kind.as_raw(), poisoned(kind, namespace, name))
+            return Applied(f"{kind.kind} {namespace}/{name} stored, which the operator's model refuses")
         case WatchDrop(resource=resource):
             ended = sim.cluster.end_watches(None if resource == "*" else resource)
             return Applied(f"{ended} watches of {resource} dropped")
@@ -312,10 +319,13 @@ def _api_fault(sim: SimulatedCluster, fault: ApiFault) -> Applied:
         verb=None if fault.verb == "*" else fault.verb,
         resource=_resource(fault.resource),
         subresource=fault.subresource,
+        name=fault.name,
         times=fault.count,
         probability=1.0 if fault.rate is None else fault.rate,
     )
     what = "every resource" if fault.resource == "*" else fault.resource
+    if fault.name is not None:
+        what += f" named {fault.name}"
     verbs = "requests" if fault.verb == "*" else f"{fault.verb} requests"
     how = (
         f"the next {fault.count}"

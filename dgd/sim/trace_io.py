@@ -28,6 +28,7 @@ from dgd.messages.trace import (
     Kill,
     ObjectRef,
     Patch,
+    Poison,
     Record,
     StaleReads,
     Trace,
@@ -36,6 +37,7 @@ from dgd.messages.trace import (
 )
 from dgd.sim.expectations import parse_path
 from dgd.sim.kinds import BY_KIND, BY_NAME
+from dgd.sim.poison import POISONABLE
 from dgd.sim.world.settings import WorldSettings
 
 #: Every record kind, in the order the format lists them.
@@ -188,6 +190,10 @@ def _problem(record: Record) -> str | None:
                 return f"until ({until:g}) is before at ({at:g})"
         case Expect() as expect:
             return _expect_problem(expect)
+        case Poison(resource=name) if BY_NAME.get(name) is None or BY_NAME[name].kind not in POISONABLE:
+            return (
+                f"poison is for the kinds the operator decodes: {', '.join(sorted(POISONABLE))}; not {name!r}"
+            )
     match record:
         case (
             ApiFault(resource=name)

@@ -25,8 +25,9 @@ from dgd.cluster.errors import NotFound
 from dgd.cluster.resources import SERVICE_ACCOUNT
 from dgd.domain.events import EventRecord
 from dgd.messages.dgd import DGDStatus, DynamoGraphDeployment
-from dgd.messages.trace import ApiFault, Kill, StaleReads, WatchDrop, WatchExpire
+from dgd.messages.trace import ApiFault, Kill, Poison, StaleReads, WatchDrop, WatchExpire
 from dgd.sim.chaos import Campaign, encode_campaign, run_campaign
+from dgd.sim.chaos_plans import POISONED
 from dgd.sim.chaos_workload import Example, examples_in
 from dgd.sim.trace_io import read_trace
 from tests.upstream import DYNAMO, ROOT
@@ -37,7 +38,7 @@ FILES = (
     DYNAMO / "examples" / "backends" / "vllm" / "deploy" / "disagg.yaml",
 )
 EXAMPLES: tuple[Example, ...] = tuple(e for path in FILES for e in examples_in(path.read_text(), path.name))
-FAULTS = (Kill, ApiFault, WatchDrop, WatchExpire, StaleReads)
+FAULTS = (Kill, ApiFault, Poison, WatchDrop, WatchExpire, StaleReads)
 
 
 def test_a_small_mixed_campaign_over_the_examples_breaks_no_invariant(tmp_path: Path) -> None:
@@ -60,6 +61,21 @@ def test_a_small_mixed_campaign_over_the_examples_breaks_no_invariant(tmp_path: 
     # and each crash-after-write schedule killed the writer at a distinct write point of its seed
     assert crash_report.by_plan["crash-after-write"] == crash_report.faults["crash_after_write"] >= 20
     assert crash_report.write_points >= 10
+
+
+def test_poisoned_objects_and_crash_looping_graphs_leave_the_others_converging(tmp_path: Path) -> None:
+    # given two seeds of two graphs each: undecodable objects of every kind the operator decodes stored
+    # mid-run (poison), and the reconcile of half the graphs raising for ever (crash-loop)
+    campaign = Campaign(EXAMPLES, seeds=2, dgds=2, plans=("poison", "crash-loop"))
+
+    # when the campaign runs
+    report = run_campaign(campaign, shrink_to=lambda name: tmp_path / f"{name}.jsonl")
+
+    # then every other graph converged within the bound, nothing above the graphs' actors restarted
+    # (failures-contained), and every other invariant held
+    assert report.failures == []
+    assert report.by_plan == {"none": 2, "poison": 2, "crash-loop": 2}
+    assert report.faults["poison"] == 2 * len(POISONED) and report.faults["api_fault"] == 2
 
 
 def test_the_report_is_the_same_bytes_whatever_the_number_of_jobs(tmp_path: Path) -> None:

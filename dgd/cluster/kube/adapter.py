@@ -25,6 +25,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
+import anyio
 import msgspec
 from kubernetes_asyncio.client import ApiClient
 
@@ -162,7 +163,11 @@ class KubeCluster:
         data = await self._transport.request(
             "GET", path(resource, namespace), Subject(resource, namespace), query=query
         )
-        return _decode_list(resource, data)
+        if len(data) < OFF_LOOP_BYTES:
+            return _decode_list(resource, data)
+        # Decoding thousands of objects takes the CPU for tens of milliseconds or more: not on the loop,
+        # where it would hold every watch, reconcile and lease renewal meanwhile.
+        return await anyio.to_thread.run_sync(_decode_list, resource, data)
 
     def watch(
         self,
@@ -317,6 +322,10 @@ class KubeCluster:
         subject = Subject(key.resource, key.namespace, key.name)
         data = await self._transport.request("PATCH", url, subject, body=body, content_type=MERGE_PATCH)
         return key.resource.decode(data)
+
+
+#: A list response this large (bytes) is decoded in a worker thread.
+OFF_LOOP_BYTES = 256 * 1024
 
 
 def _decode_list(resource: Resource[T], data: bytes) -> ObjectList[T]:

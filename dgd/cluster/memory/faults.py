@@ -48,7 +48,8 @@ class Request(msgspec.Struct, frozen=True):
 
 
 class Fail(msgspec.Struct, frozen=True):
-    error: ClusterError
+    #: A port error, or (to see a bug contained) any exception.
+    error: ClusterError | Exception
 
 
 class Delay(msgspec.Struct, frozen=True):
@@ -74,7 +75,7 @@ class Decision(msgspec.Struct):
     """What the fired rules do to one request."""
 
     delay: float = 0.0
-    error: ClusterError | None = None
+    error: ClusterError | Exception | None = None
     stale_behind: int | None = None
     drop_after: int | None = None
     expire_after: int | None = None

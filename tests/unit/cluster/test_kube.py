@@ -4,9 +4,11 @@ facade does not, transport failures, the rate limit, and stalled watches."""
 from __future__ import annotations
 
 import random
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import msgspec
@@ -15,11 +17,12 @@ from aiohttp import web
 from kubernetes_asyncio.client import ApiClient, Configuration
 
 from dgd.cluster.errors import Forbidden, Gone, Invalid, NotFound, ServerError, Timeout, TooManyRequests
-from dgd.cluster.kube.adapter import KubeCluster
+from dgd.cluster.kube import adapter as kube_adapter
+from dgd.cluster.kube.adapter import OFF_LOOP_BYTES, KubeCluster
 from dgd.cluster.kube.config import ConfigError
 from dgd.cluster.kube.rate import RateLimiter
 from dgd.cluster.memory.adapter import MemoryCluster
-from dgd.cluster.resources import CONFIG_MAP, DGD, EVENT
+from dgd.cluster.resources import CONFIG_MAP, DGD, DGDSA, EVENT
 from dgd.sim.apiserver.server import Facade, serve, write_kubeconfig
 from dgd.sim.clock import backend_options
 from tests.conformance.builders import dgd, event
@@ -373,3 +376,61 @@ async def test_rate_limit_lets_a_burst_through_then_spaces_requests() -> None:
 def test_rate_limit_needs_a_positive_rate() -> None:
     with pytest.raises(ValueError):
         RateLimiter(qps=0, burst=1)
+
+
+def adapter_list(items: list[dict[str, object]]) -> dict[str, object]:
+    return {
+        "kind": "DynamoGraphDeploymentScalingAdapterList",
+        "apiVersion": "nvidia.com/v1beta1",
+        "metadata": {"resourceVersion": "9"},
+        "items": items,
+    }
+
+
+def scaling_adapter(name: str, replicas: int) -> dict[str, object]:
+    return {
+        "apiVersion": "nvidia.com/v1beta1",
+        "kind": "DynamoGraphDeploymentScalingAdapter",
+        "metadata": {"name": name, "namespace": NS, "resourceVersion": "7"},
+        "spec": {"replicas": replicas, "dgdRef": {"name": "g", "componentName": "Worker"}},
+    }
+
+
+async def test_one_object_the_model_refuses_is_left_out_of_a_list_and_named() -> None:
+    # given an API server whose CRD admits an adapter with replicas -1, which our model refuses
+    async def handler(request: web.Request) -> web.Response:
+        return web.json_response(adapter_list([scaling_adapter("good", 2), scaling_adapter("bad", -1)]))
+
+    async with fake_api_server(handler) as url, adapter(url) as cluster:
+        # when the adapters are listed
+        listed = await cluster.list(DGDSA, namespace=NS)
+
+    # then the good one is decoded, and the bad one is named with the field our model refused
+    assert [a.metadata.name for a in listed.items] == ["good"]
+    (refused,) = listed.rejected
+    assert (refused.namespace, refused.name, refused.resource_version) == (NS, "bad", "7")
+    assert "spec.replicas" in refused.error
+
+
+async def test_a_large_list_is_decoded_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    # given an API server answering with a list larger than the adapter decodes on the loop
+    items = [scaling_adapter(f"a{n:05d}", 1) for n in range(OFF_LOOP_BYTES // 150)]
+
+    async def handler(request: web.Request) -> web.Response:
+        return web.json_response(adapter_list(items))
+
+    threads: list[bool] = []
+    decode = kube_adapter._decode_list
+
+    def recording(resource: Any, data: bytes) -> Any:
+        threads.append(threading.current_thread() is threading.main_thread())
+        return decode(resource, data)
+
+    monkeypatch.setattr(kube_adapter, "_decode_list", recording)
+    async with fake_api_server(handler) as url, adapter(url) as cluster:
+        # when it is listed
+        listed = await cluster.list(DGDSA, namespace=NS)
+
+    # then it was decoded whole, in a worker thread (not on the loop's thread)
+    assert len(listed.items) == len(items)
+    assert threads == [False]

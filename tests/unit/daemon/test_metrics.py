@@ -168,6 +168,24 @@ def test_escalations_and_restarts_are_counted() -> None:
     assert value(samples, "dgd_actor_restarts_total", kind="unknown") == 1
 
 
+def test_parkings_undecodable_objects_and_dropped_events_are_counted() -> None:
+    metrics = DaemonMetrics()
+
+    # when an actor is parked, an informer leaves out an object it cannot decode, and events are dropped
+    metrics.parked("/operator/dgds/ns/x")
+    metrics.undecodable("DynamoGraphDeploymentScalingAdapter")
+    metrics.event_dropped("refused")
+    metrics.event_dropped("full")
+    metrics.event_dropped("full")
+
+    # then each is counted by its label
+    samples = parse(_exposition(metrics))
+    assert value(samples, "dgd_actor_parkings_total", kind="unknown") == 1
+    assert value(samples, "dgd_informer_decode_errors_total", kind="DynamoGraphDeploymentScalingAdapter") == 1
+    assert value(samples, "dgd_events_dropped_total", reason="refused") == 1
+    assert value(samples, "dgd_events_dropped_total", reason="full") == 2
+
+
 def _exposition(metrics: DaemonMetrics) -> str:
     return generate_latest(metrics.registry).decode()
 
