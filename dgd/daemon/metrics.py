@@ -27,6 +27,7 @@ scrapes (on the loop too: the HTTP server is an aiohttp app on the same loop).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -108,94 +109,83 @@ class DaemonMetrics(NullMetrics):
 
     def _define(self, registry: CollectorRegistry) -> None:
         """Every series, under controller-runtime's and client-go's names (see the module)."""
-        self.reconciles = PromCounter(
+        counter = functools.partial(PromCounter, registry=registry)
+        gauge = functools.partial(Gauge, registry=registry)
+        histogram = functools.partial(Histogram, registry=registry)
+        self.reconciles = counter(
             "controller_runtime_reconcile_total",
             "Total number of reconciliations per controller",
             ["controller", "result"],
-            registry=registry,
         )
-        self.reconcile_errors = PromCounter(
+        self.reconcile_errors = counter(
             "controller_runtime_reconcile_errors_total",
             "Total number of reconciliation errors per controller",
             ["controller"],
-            registry=registry,
         )
-        self.reconcile_time = Histogram(
+        self.reconcile_time = histogram(
             "controller_runtime_reconcile_time_seconds",
             "Length of time per reconciliation per controller",
             ["controller"],
             buckets=RECONCILE_BUCKETS,
-            registry=registry,
         )
-        self.active_workers = Gauge(
+        self.active_workers = gauge(
             "controller_runtime_active_workers",
             "Number of currently used workers per controller",
             ["controller"],
-            registry=registry,
         )
-        self.adds = PromCounter(
+        self.adds = counter(
             "workqueue_adds_total", "Total number of adds handled by workqueue", ["name"], registry=registry
         )
-        self.queue_duration = Histogram(
+        self.queue_duration = histogram(
             "workqueue_queue_duration_seconds",
             "How long in seconds an item stays in workqueue before being requested",
             ["name"],
             buckets=QUEUE_BUCKETS,
-            registry=registry,
         )
-        self.retries = PromCounter(
+        self.retries = counter(
             "workqueue_retries_total",
             "Total number of retries handled by workqueue",
             ["name"],
-            registry=registry,
         )
-        self.requests = PromCounter(
+        self.requests = counter(
             "rest_client_requests_total",
             "Number of HTTP requests, partitioned by status code and method",
             ["code", "method"],
-            registry=registry,
         )
-        self.leader = Gauge(
+        self.leader = gauge(
             "leader_election_master_status",
             "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, "
             "1 indicates master. 'name' is the string used to identify the lease.",
             ["name"],
-            registry=registry,
         )
-        self.restarts = PromCounter(
+        self.restarts = counter(
             "dgd_actor_restarts_total",
             "Actors restarted by their supervisor, by actor kind",
             ["kind"],
-            registry=registry,
         )
-        self.escalations = PromCounter(
+        self.escalations = counter(
             "dgd_supervisor_escalations_total",
             "Supervisors that exceeded their restart intensity and failed to their parent",
-            registry=registry,
         )
-        self.decode_errors = PromCounter(
+        self.decode_errors = counter(
             "dgd_informer_decode_errors_total",
             "Objects (versions of them) an informer could not decode and left out, by kind",
             ["kind"],
-            registry=registry,
         )
-        self.events_dropped = PromCounter(
+        self.events_dropped = counter(
             "dgd_events_dropped_total",
             "Events the operator dropped instead of posting: refused by the API, or over a full queue",
             ["reason"],
-            registry=registry,
         )
-        self.parkings = PromCounter(
+        self.parkings = counter(
             "dgd_actor_parkings_total",
             "Actors over their own restart intensity, parked until their backoff ends, by actor kind",
             ["kind"],
-            registry=registry,
         )
-        self.loop_lag = Histogram(
+        self.loop_lag = histogram(
             "dgd_event_loop_lag_seconds",
             "How late a periodic timer on the event loop fired (the loop was busy when it was due)",
             buckets=LAG_BUCKETS,
-            registry=registry,
         )
 
     async def watch_loop_lag(self, clock: Clock, interval: float = LAG_INTERVAL) -> None:

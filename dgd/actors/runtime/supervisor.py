@@ -228,13 +228,8 @@ class Children:
             self._restart_or_park(cell)
             return
         # Count the restart against the intensity first: past it, escalate instead.
-        clock = self._system.clock
-        now = clock.now()
-        window = self._restarts
-        window.append(now)
-        while window[0] <= now - self._policy.period:
-            window.popleft()
-        if len(window) > self._policy.intensity:
+        now = self._system.clock.now()
+        if self._counted(self._restarts, now) > self._policy.intensity:
             self._system.metrics.escalated(self._owner.path)
             logger.error(
                 "%s: more than %d restarts in %gs; stopping its children and escalating",
@@ -248,11 +243,7 @@ class Children:
         for other in reversed(group):
             if other is not cell:
                 await self._stop(other)
-        if now - cell.failed_at > self._policy.period:
-            cell.failures = 0
-        delay = self._policy.backoff.delay(cell.failures, self._system.random)
-        cell.failures += 1
-        cell.failed_at = now
+        delay = self._backoff(cell, now, fresh=now - cell.failed_at > self._policy.period)
         stamp = next(self._stamps)
         members: list[ActorCell[Any]] = []
         for member in group:
@@ -270,21 +261,14 @@ class Children:
         # One for one, each child against its own intensity: over it, the child is parked (told to the
         # supervising actor); either way it restarts after its backoff, which grows until it stays up.
         now = self._system.clock.now()
-        window = self._windows.setdefault(cell.spec.id, deque())
-        window.append(now)
-        while window[0] <= now - self._policy.period:
-            window.popleft()
-        if now - cell.up_since > self._policy.period:
-            cell.failures = 0
-        delay = self._policy.backoff.delay(cell.failures, self._system.random)
-        cell.failures += 1
-        cell.failed_at = now
+        recent = self._counted(self._windows.setdefault(cell.spec.id, deque()), now)
+        delay = self._backoff(cell, now, fresh=now - cell.up_since > self._policy.period)
         stamp = next(self._stamps)
         cell.state = State.RESTARTING
         cell.restart_stamp = stamp
         self._due[stamp] = [cell]
         self._schedule(delay, stamp)
-        if len(window) > self._policy.intensity:
+        if recent > self._policy.intensity:
             self._system.metrics.parked(cell.path)
             logger.warning(
                 "%s: more than %d restarts in %gs; parked, restarts in %.1fs",
@@ -293,6 +277,22 @@ class Children:
             self._on_parked(cell.spec.id, delay)
         else:
             logger.info("%s restarts %s in %.3fs", self._owner.path, [cell.spec.id], delay)
+
+    def _counted(self, window: deque[float], now: float) -> int:
+        """Count one more restart at ``now`` in ``window``; how many it holds within the period."""
+        window.append(now)
+        while window[0] <= now - self._policy.period:
+            window.popleft()
+        return len(window)
+
+    def _backoff(self, cell: ActorCell[Any], now: float, *, fresh: bool) -> float:
+        """The wait before ``cell``'s restart, one more failure in a row (``fresh``: the first again)."""
+        if fresh:
+            cell.failures = 0
+        delay = self._policy.backoff.delay(cell.failures, self._system.random)
+        cell.failures += 1
+        cell.failed_at = now
+        return delay
 
     def _group(self, cell: ActorCell[Any]) -> list[ActorCell[Any]]:
         # The children one failure restarts, in spec order (one for one stays O(1) for many).
