@@ -11,7 +11,7 @@ from __future__ import annotations
 import msgspec
 
 from dgd.domain.events import EventRecord
-from dgd.domain.projection import condition_of, upsert_condition
+from dgd.domain.projection import condition_at, condition_of, upsert_condition
 from dgd.messages.dgd import DGDStatus, DynamoGraphDeployment
 from dgd.messages.grove import PodCliqueSet
 from dgd.messages.meta import Condition, ConditionStatus
@@ -64,10 +64,9 @@ def project_topology(
 
     # Every outcome is the one condition, stamped with this generation at ``now``.
     def condition(status: ConditionStatus, reason: str, message: str) -> Condition:
-        return Condition(
-            type=TOPOLOGY_LEVELS_AVAILABLE, status=status, last_transition_time=now, reason=reason,
-            message=message, observed_generation=generation,
-        )  # fmt: skip
+        return condition_at(
+            TOPOLOGY_LEVELS_AVAILABLE, status, reason, message, now=now, generation=generation
+        )
 
     if grove is None:
         pending = "Waiting for topology condition from the scheduling framework"
