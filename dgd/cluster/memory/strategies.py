@@ -46,6 +46,11 @@ def prepare_create(resource: Resource[Any], data: JSONObject, *, uid: str, now: 
     return data
 
 
+def prepare(resource: Resource[Any], old: JSONObject, new: JSONObject, *, status: bool) -> JSONObject:
+    """``new`` as the server stores an update of ``old``: of its status subresource, or of the object."""
+    return prepare_status_update(old, new) if status else prepare_update(resource, old, new)
+
+
 def prepare_update(resource: Resource[Any], old: JSONObject, new: JSONObject) -> JSONObject:
     """``new`` as the server stores a main-resource update of ``old`` (``new`` is mutated)."""
     old_meta: JSONObject = old["metadata"]
