@@ -166,6 +166,13 @@ async def until(check: Callable[[], Awaitable[bool]], timeout: float, what: str,
         await anyio.sleep(every)
 
 
+async def listening(daemon: Daemon, daemons: list[Daemon], what: str) -> Daemon:
+    """``daemon`` once it listens; listed in ``daemons`` first, so that it is killed if it never does."""
+    daemons.append(daemon)
+    await until(daemon.listening, 60, f"{what} listens")
+    return daemon
+
+
 def total(samples: dict[str, float], prefix: str, *, method: str | None = None) -> float:
     """The sum of the samples whose key starts with ``prefix`` (and has that ``method`` label)."""
     return sum(
@@ -244,9 +251,9 @@ async def measure(args: argparse.Namespace, workdir: Path, daemons: list[Daemon]
         aiohttp.ClientSession() as session,
     ):
         # 1. The baseline: a leading daemon with nothing to reconcile.
-        baseline = Daemon(kubeconfig, workdir / "baseline.log", "baseline", flags)
-        daemons.append(baseline)
-        await until(baseline.listening, 60, "the baseline daemon listens")
+        baseline = await listening(
+            Daemon(kubeconfig, workdir / "baseline.log", "baseline", flags), daemons, "the baseline daemon"
+        )
         await until(lambda: baseline.ready(session), 60, "the baseline daemon is ready")
         await settle(baseline, session, args.settle, args.timeout)
         rss_empty = baseline.memory()
@@ -261,9 +268,9 @@ async def measure(args: argparse.Namespace, workdir: Path, daemons: list[Daemon]
         emit("create.time", time.perf_counter() - began, "s")
 
         # 3. The cold start.
-        daemon = Daemon(kubeconfig, workdir / "daemon.log", "bench", flags)
-        daemons.append(daemon)
-        await until(daemon.listening, 60, "the daemon listens")
+        daemon = await listening(
+            Daemon(kubeconfig, workdir / "daemon.log", "bench", flags), daemons, "the daemon"
+        )
         leading: float | None = None
         ready: float | None = None
         spawned: float | None = None
@@ -336,9 +343,9 @@ async def restart(
     daemons: list[Daemon],
 ) -> None:
     """5. An operator restart (an upgrade, a new leader): a new daemon over DGDs already reconciled."""
-    daemon = Daemon(kubeconfig, workdir / "restart.log", "restart", flags)
-    daemons.append(daemon)
-    await until(daemon.listening, 60, "the restarted daemon listens")
+    daemon = await listening(
+        Daemon(kubeconfig, workdir / "restart.log", "restart", flags), daemons, "the restarted daemon"
+    )
     ready: float | None = None
     spawned: float | None = None
     done: float | None = None

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -137,30 +138,23 @@ def workload_cluster_roles(release: str) -> dict[str, list[JSON]]:
     }
 
 
+@dataclass(frozen=True, kw_only=True)
 class Install:
     """One installation: where it runs, what it watches, which feature gates it is granted for."""
 
-    def __init__(
-        self,
-        *,
-        release: str = RELEASE,
-        namespace: str = NAMESPACE,
-        watch: tuple[str, ...] = (),
-        grove: bool = True,
-        checkpoint: bool = False,
-        image: str = IMAGE,
-        replicas: int = 2,
-    ) -> None:
+    release: str = RELEASE
+    namespace: str = NAMESPACE
+    #: Empty: cluster-wide; else the namespaces the operator watches, in the order of its flags.
+    watch: tuple[str, ...] = ()
+    grove: bool = True
+    checkpoint: bool = False
+    image: str = IMAGE
+    replicas: int = 2
+
+    def __post_init__(self) -> None:
+        watch = self.watch
         if isinstance(watch, str) or not all(watch) or len(set(watch)) != len(watch):
             raise ValueError(f"watch: a tuple of distinct, non-empty namespace names, not {watch!r}")
-        self.release = release
-        self.namespace = namespace
-        #: Empty: cluster-wide; else the namespaces the operator watches, in the order of its flags.
-        self.watch = watch
-        self.grove = grove
-        self.checkpoint = checkpoint
-        self.image = image
-        self.replicas = replicas
 
     @property
     def restricted(self) -> str:

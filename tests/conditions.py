@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dgd.domain.projection import condition_at
 from dgd.messages.meta import Condition, ConditionStatus
 
 
@@ -9,14 +10,7 @@ def condition(
     type: str, status: ConditionStatus, reason: str, message: str, *, at: str, generation: int | None = None
 ) -> Condition:
     """A condition of ``type`` last flipped at ``at`` (for ``generation``, when it records one)."""
-    return Condition(
-        type=type,
-        status=status,
-        last_transition_time=at,
-        reason=reason,
-        message=message,
-        observed_generation=generation,
-    )
+    return condition_at(type, status, reason, message, now=at, generation=generation)
 
 
 def ready_condition(

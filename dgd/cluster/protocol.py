@@ -111,6 +111,8 @@ class Watch(Protocol[T]):
     server's history (re-list, then watch from the list's resourceVersion), and ends (plain
     ``StopAsyncIteration``) when the server closes the stream: resume from the last
     ``resource_version`` seen.
+
+    An adapter's watch that subclasses it inherits leaving (``aclose``) and iterating (itself).
     """
 
     async def __aenter__(self) -> Self: ...
@@ -120,9 +122,11 @@ class Watch(Protocol[T]):
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         traceback: TracebackType | None,
-    ) -> None: ...
+    ) -> None:
+        await self.aclose()
 
-    def __aiter__(self) -> Self: ...
+    def __aiter__(self) -> Self:
+        return self
 
     async def __anext__(self) -> WatchEvent[T]: ...
 

@@ -163,39 +163,31 @@ def _modelled(model: type[Model], api_version: str, plural: str, **options: Any)
     return Resource(group=group, version=version, kind=kind, plural=plural, model=model, raw=False, **options)
 
 
-# Our kinds: decoded to the Structs of dgd.messages; status subresource on each, scale where scaled
-# (the scale subresource reads the pod selector each kind publishes).
+def _ours(
+    model: type[Model], api_version: str, plural: str, scale: ScalePaths | None = None
+) -> Resource[Any]:
+    return _modelled(model, api_version, plural, status=True, scale=scale, custom=True)
+
+
+# Our kinds: decoded to the Structs of dgd.messages, served by their CRDs with a status subresource
+# each, and scale where scaled (the scale subresource reads the pod selector each kind publishes).
 _SELECTOR, _HPA_SELECTOR = (
     ScalePaths(selector=".status.selector"),
     ScalePaths(selector=".status.hpaPodSelector"),
 )
-DGD: Resource[dgd.DynamoGraphDeployment] = _modelled(
-    dgd.DynamoGraphDeployment, dgd.API_VERSION, dgd.PLURAL, status=True, custom=True
+DGD: Resource[dgd.DynamoGraphDeployment] = _ours(dgd.DynamoGraphDeployment, dgd.API_VERSION, dgd.PLURAL)
+DCD: Resource[dcd.DynamoComponentDeployment] = _ours(
+    dcd.DynamoComponentDeployment, dcd.API_VERSION, dcd.PLURAL
 )
-DCD: Resource[dcd.DynamoComponentDeployment] = _modelled(
-    dcd.DynamoComponentDeployment, dcd.API_VERSION, dcd.PLURAL, status=True, custom=True
+DGDSA: Resource[dgdsa.DynamoGraphDeploymentScalingAdapter] = _ours(
+    dgdsa.DynamoGraphDeploymentScalingAdapter, dgdsa.API_VERSION, dgdsa.PLURAL, _SELECTOR
 )
-DGDSA: Resource[dgdsa.DynamoGraphDeploymentScalingAdapter] = _modelled(
-    dgdsa.DynamoGraphDeploymentScalingAdapter,
-    dgdsa.API_VERSION,
-    dgdsa.PLURAL,
-    status=True,
-    scale=_SELECTOR,
-    custom=True,
+PCS: Resource[grove.PodCliqueSet] = _ours(
+    grove.PodCliqueSet, grove.API_VERSION, grove.PCS_PLURAL, _HPA_SELECTOR
 )
-PCS: Resource[grove.PodCliqueSet] = _modelled(
-    grove.PodCliqueSet, grove.API_VERSION, grove.PCS_PLURAL, status=True, scale=_HPA_SELECTOR, custom=True
-)
-PCLQ: Resource[grove.PodClique] = _modelled(
-    grove.PodClique, grove.API_VERSION, grove.PCLQ_PLURAL, status=True, scale=_HPA_SELECTOR, custom=True
-)
-PCSG: Resource[grove.PodCliqueScalingGroup] = _modelled(
-    grove.PodCliqueScalingGroup,
-    grove.API_VERSION,
-    grove.PCSG_PLURAL,
-    status=True,
-    scale=_SELECTOR,
-    custom=True,
+PCLQ: Resource[grove.PodClique] = _ours(grove.PodClique, grove.API_VERSION, grove.PCLQ_PLURAL, _HPA_SELECTOR)
+PCSG: Resource[grove.PodCliqueScalingGroup] = _ours(
+    grove.PodCliqueScalingGroup, grove.API_VERSION, grove.PCSG_PLURAL, _SELECTOR
 )
 EVENT: Resource[Event] = _modelled(Event, "events.k8s.io/v1", "events", has_spec=False, generation=False)
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from dgd.messages.base import JSONObject, Model
+from dgd.messages.base import JSONObject, Model, sorted_keys
 
 #: The fields of every root object that belong to the API server, not to the kind's own schema.
 _ROOT_FIELDS = ("apiVersion", "kind", "metadata")
@@ -57,7 +57,7 @@ def structural_schema(model: type[Model]) -> JSONObject:
         root["required"] = required
     else:
         root.pop("required", None)
-    ordered: JSONObject = _sorted(root)
+    ordered: JSONObject = sorted_keys(root)
     return ordered
 
 
@@ -149,12 +149,3 @@ def _enum_type(values: list[Any]) -> str:
         if all(isinstance(v, python_type) and (python_type is bool) == isinstance(v, bool) for v in values):
             return schema_type
     raise UnsupportedSchema(f"an enum of mixed types has no structural schema: {values}")
-
-
-def _sorted(node: Any) -> Any:
-    # Keys in alphabetical order, as controller-gen writes them; lists keep their order.
-    if isinstance(node, dict):
-        return {key: _sorted(node[key]) for key in sorted(node)}
-    if isinstance(node, list):
-        return [_sorted(item) for item in node]
-    return node

@@ -95,6 +95,15 @@ def _count(name: str, json_path: str, priority: int | None = None) -> PrinterCol
     return PrinterColumn(name=name, type="integer", json_path=json_path, priority=priority)
 
 
+def _scale(label_selector_path: str) -> ScaleSubresource:
+    """A scale subresource over ``spec.replicas`` and ``status.replicas``, with the kind's pod selector."""
+    return ScaleSubresource(
+        spec_replicas_path=".spec.replicas",
+        status_replicas_path=".status.replicas",
+        label_selector_path=label_selector_path,
+    )
+
+
 BACKEND = PrinterColumn(
     name="Backend", type="string", json_path=".spec.backendFramework", description="Backend framework"
 )
@@ -176,11 +185,7 @@ DGDSA = CustomResource(
         ),
         PrinterColumn(name="AGE", type="date", json_path=".metadata.creationTimestamp"),
     ),
-    scale=ScaleSubresource(
-        spec_replicas_path=".spec.replicas",
-        status_replicas_path=".status.replicas",
-        label_selector_path=".status.selector",
-    ),
+    scale=_scale(".status.selector"),
 )
 
 PCS = CustomResource(
@@ -198,11 +203,7 @@ PCS = CustomResource(
         _count("PCSGs-Total", ".status.updateProgress.totalPodCliqueScalingGroupsCount"),
         AGE,
     ),
-    scale=ScaleSubresource(
-        spec_replicas_path=".spec.replicas",
-        status_replicas_path=".status.replicas",
-        label_selector_path=".status.hpaPodSelector",
-    ),
+    scale=_scale(".status.hpaPodSelector"),
     lists=(
         ListSemantics(path="spec.template.cliques", type="map", keys=("name",)),
         ListSemantics(path="spec.template.cliques[].spec.autoScalingConfig.metrics", type="atomic"),
@@ -225,11 +226,7 @@ PCLQ = CustomResource(
         GROVE_MIN_BREACHED,
         AGE,
     ),
-    scale=ScaleSubresource(
-        spec_replicas_path=".spec.replicas",
-        status_replicas_path=".status.replicas",
-        label_selector_path=".status.hpaPodSelector",
-    ),
+    scale=_scale(".status.hpaPodSelector"),
     lists=(ListSemantics(path="spec.autoScalingConfig.metrics", type="atomic"),),
 )
 
@@ -249,11 +246,7 @@ PCSG = CustomResource(
         GROVE_MIN_BREACHED,
         AGE,
     ),
-    scale=ScaleSubresource(
-        spec_replicas_path=".spec.replicas",
-        status_replicas_path=".status.replicas",
-        label_selector_path=".status.selector",
-    ),
+    scale=_scale(".status.selector"),
 )
 
 #: Every kind, in the order ``all_crds`` returns them: Dynamo's first, then Grove's.

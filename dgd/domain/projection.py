@@ -69,6 +69,21 @@ def condition_of(status: DGDStatus | None, kind: str) -> Condition | None:
     return None
 
 
+def condition_at(
+    type: str, status: ConditionStatus, reason: str, message: str, *, now: str, generation: int | None = None
+) -> Condition:
+    """A condition as observed ``now`` (for ``generation``, when it records one); upserted, it keeps
+    an earlier transition time while its status does not flip."""
+    return Condition(
+        type=type,
+        status=status,
+        last_transition_time=now,
+        reason=reason,
+        message=message,
+        observed_generation=generation,
+    )
+
+
 def upsert_condition(conditions: Sequence[Condition] | None, condition: Condition) -> list[Condition]:
     """``conditions`` with ``condition`` set (its transition time kept unless its status flips)."""
     out: list[Condition] = []
@@ -98,14 +113,7 @@ def with_condition(
     """``status`` with the condition ``kind`` upserted."""
     if len(message) > MAX_MESSAGE:
         message = message[: MAX_MESSAGE - 1] + "…"
-    condition = Condition(
-        type=kind,
-        status=value,
-        last_transition_time=now,
-        reason=reason,
-        message=message,
-        observed_generation=generation,
-    )
+    condition = condition_at(kind, value, reason, message, now=now, generation=generation)
     return structs.replace(status, conditions=upsert_condition(status.conditions, condition))
 
 

@@ -36,6 +36,7 @@ import msgspec
 
 from dgd.domain.events import EventRecord
 from dgd.domain.worker_generation import CURRENT_WORKER_HASH, CURRENT_WORKER_HASH_V2, LEGACY
+from dgd.messages.config import format_duration
 from dgd.messages.dgd import ComponentReplicaStatus, RollingUpdatePhase, RollingUpdateStatus
 
 STRATEGY = "nvidia.com/deployment-strategy"
@@ -314,17 +315,6 @@ def _mark(components: Sequence[Generations]) -> tuple[tuple[str, int, int, int, 
     )
 
 
-def _duration(seconds: float) -> str:
-    total = round(seconds)
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes}m{secs}s"
-    if minutes:
-        return f"{minutes}m{secs}s"
-    return f"{secs}s"
-
-
 def _waits_for(generations: Generations) -> str | None:
     """What a component that is not done waits for, in words (``None``: it is done)."""
     d = generations.desired
@@ -350,7 +340,9 @@ def stuck_message(components: Sequence[Generations], new_hash: str, stalled: flo
     """The Ready message of a failed rollout: every component not done, and what it waits for."""
     waits = [f"{g.component}: {why}" for g in components if (why := _waits_for(g)) is not None]
     detail = "; ".join(waits) or "no worker component is progressing"
-    return f"Rolling update to worker hash {new_hash} made no progress for {_duration(stalled)}: {detail}"
+    return (
+        f"Rolling update to worker hash {new_hash} made no progress for {format_duration(stalled)}: {detail}"
+    )
 
 
 def advance(

@@ -11,10 +11,10 @@ from __future__ import annotations
 import msgspec
 
 from dgd.domain.events import EventRecord
-from dgd.domain.projection import condition_of, upsert_condition
+from dgd.domain.projection import condition_at, condition_of, upsert_condition
 from dgd.messages.dgd import DGDStatus, DynamoGraphDeployment
 from dgd.messages.grove import PodCliqueSet
-from dgd.messages.meta import Condition
+from dgd.messages.meta import Condition, ConditionStatus
 
 TOPOLOGY_LEVELS_AVAILABLE = "TopologyLevelsAvailable"
 _GROVE_CONDITION = "TopologyLevelsUnavailable"
@@ -61,31 +61,24 @@ def project_topology(
         (c for c in (pcs.status.conditions if pcs.status else None) or () if c.type == _GROVE_CONDITION), None
     )
     generation = dgd.metadata.generation
+
+    # Every outcome is the one condition, stamped with this generation at ``now``.
+    def condition(status: ConditionStatus, reason: str, message: str) -> Condition:
+        return condition_at(
+            TOPOLOGY_LEVELS_AVAILABLE, status, reason, message, now=now, generation=generation
+        )
+
     if grove is None:
-        condition = Condition(
-            type=TOPOLOGY_LEVELS_AVAILABLE, status="Unknown", last_transition_time=now,
-            reason="TopologyConditionPending",
-            message="Waiting for topology condition from the scheduling framework",
-            observed_generation=generation,
-        )  # fmt: skip
-        return TopologyProjection(condition)
+        pending = "Waiting for topology condition from the scheduling framework"
+        return TopologyProjection(condition("Unknown", "TopologyConditionPending", pending))
     if grove.status != "True":
-        condition = Condition(
-            type=TOPOLOGY_LEVELS_AVAILABLE, status="True", last_transition_time=now,
-            reason="AllTopologyLevelsAvailable",
-            message="All required topology levels are available in the cluster topology",
-            observed_generation=generation,
-        )  # fmt: skip
-        return TopologyProjection(condition)
+        available = "All required topology levels are available in the cluster topology"
+        return TopologyProjection(condition("True", "AllTopologyLevelsAvailable", available))
     reason = (
         "TopologyDefinitionNotFound"
         if grove.reason == _CLUSTER_TOPOLOGY_NOT_FOUND
         else "TopologyLevelsUnavailable"
     )
-    condition = Condition(
-        type=TOPOLOGY_LEVELS_AVAILABLE, status="False", last_transition_time=now, reason=reason,
-        message=grove.message, observed_generation=generation,
-    )  # fmt: skip
     before = condition_of(previous, TOPOLOGY_LEVELS_AVAILABLE)
     repeated = (
         before is not None
@@ -98,7 +91,7 @@ def project_topology(
         warning = EventRecord(
             "Warning", reason, "Update", f"Topology constraints no longer enforced: {grove.message}"
         )
-    return TopologyProjection(condition, warning)
+    return TopologyProjection(condition("False", reason, grove.message), warning)
 
 
 def apply_topology(status: DGDStatus, projection: TopologyProjection) -> DGDStatus:

@@ -57,3 +57,13 @@ def to_builtins(value: Model) -> JSONObject:
     out = msgspec.to_builtins(value)
     assert isinstance(out, dict)
     return out
+
+
+def sorted_keys(value: Any) -> Any:
+    """A JSON value with every object's keys in alphabetical order, as Go writes a map (and
+    controller-gen a schema); lists keep their order."""
+    if isinstance(value, dict):
+        return {key: sorted_keys(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [sorted_keys(item) for item in value]
+    return value

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dgd.messages.base import Model
 from dgd.messages.component import BackendFramework, ComponentName, SharedComponentSpec
 from dgd.messages.dgd import ComponentReplicaStatus
-from dgd.messages.meta import Condition, ObjectMeta
+from dgd.messages.meta import Condition, Object
 
 GROUP = "nvidia.com"
 API_VERSION = "nvidia.com/v1beta1"
@@ -33,10 +33,5 @@ class DCDStatus(Model, frozen=True):
     component: ComponentReplicaStatus | None = None
 
 
-class DynamoComponentDeployment(Model, frozen=True, tag_field="kind", tag=KIND):
+class DynamoComponentDeployment(Object[DCDSpec, DCDStatus], frozen=True, tag_field="kind", tag=KIND):
     """One component's workload, owned by its DGD."""
-
-    api_version: str
-    metadata: ObjectMeta
-    spec: DCDSpec
-    status: DCDStatus | None = None

@@ -8,7 +8,7 @@ import msgspec
 
 from dgd.messages.base import JSONObject, Model
 from dgd.messages.component import BackendFramework, ComponentSpec, DomainName, ProviderOverride
-from dgd.messages.meta import Condition, ObjectMeta
+from dgd.messages.meta import Condition, Object
 
 GROUP = "nvidia.com"
 API_VERSION = "nvidia.com/v1beta1"
@@ -156,10 +156,5 @@ class DGDStatus(Model, frozen=True):
     placement: PlacementStatus | None = None
 
 
-class DynamoGraphDeployment(Model, frozen=True, tag_field="kind", tag=KIND):
+class DynamoGraphDeployment(Object[DGDSpec, DGDStatus], frozen=True, tag_field="kind", tag=KIND):
     """A graph of inference components, the operator's primary object."""
-
-    api_version: str
-    metadata: ObjectMeta
-    spec: DGDSpec
-    status: DGDStatus | None = None

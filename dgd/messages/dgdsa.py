@@ -11,7 +11,7 @@ from typing import Annotated
 import msgspec
 
 from dgd.messages.base import Model
-from dgd.messages.meta import ObjectMeta
+from dgd.messages.meta import Object
 
 GROUP = "nvidia.com"
 API_VERSION = "nvidia.com/v1beta1"
@@ -43,10 +43,7 @@ class DGDSAStatus(Model, frozen=True):
     last_scale_time: str | None = None
 
 
-class DynamoGraphDeploymentScalingAdapter(Model, frozen=True, tag_field="kind", tag=KIND):
+class DynamoGraphDeploymentScalingAdapter(
+    Object[DGDSASpec, DGDSAStatus], frozen=True, tag_field="kind", tag=KIND
+):
     """A scale subresource for one DGD component, owned by its DGD."""
-
-    api_version: str
-    metadata: ObjectMeta
-    spec: DGDSASpec
-    status: DGDSAStatus | None = None

@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 import msgspec
 
 from dgd.messages.base import JSONObject, Model
-from dgd.messages.meta import Condition, ObjectMeta
+from dgd.messages.meta import Condition, Object
 
 GROUP = "grove.io"
 API_VERSION = "grove.io/v1alpha1"
@@ -258,13 +258,8 @@ class PodCliqueSetStatus(Model, frozen=True):
     update_progress: PodCliqueSetUpdateProgress | None = None
 
 
-class PodCliqueSet(Model, frozen=True, tag_field="kind", tag=PCS_KIND):
+class PodCliqueSet(Object[PodCliqueSetSpec, PodCliqueSetStatus], frozen=True, tag_field="kind", tag=PCS_KIND):
     """The Grove pathway's root object: one per DGD, rendered by the operator."""
-
-    api_version: str
-    metadata: ObjectMeta
-    spec: PodCliqueSetSpec
-    status: PodCliqueSetStatus | None = None
 
 
 # PodClique: created by Grove from a clique template; the operator scales and observes it.
@@ -304,13 +299,8 @@ class PodCliqueStatus(Model, frozen=True):
     update_progress: PodCliqueUpdateProgress | None = None
 
 
-class PodClique(Model, frozen=True, tag_field="kind", tag=PCLQ_KIND):
+class PodClique(Object[PodCliqueSpec, PodCliqueStatus], frozen=True, tag_field="kind", tag=PCLQ_KIND):
     """A set of pods of one role, owned by a PodCliqueSet (or one of its scaling groups)."""
-
-    api_version: str
-    metadata: ObjectMeta
-    spec: PodCliqueSpec
-    status: PodCliqueStatus | None = None
 
 
 # PodCliqueScalingGroup: created by Grove from a scaling-group config; scaled and observed.
@@ -357,10 +347,10 @@ class PodCliqueScalingGroupStatus(Model, frozen=True):
     update_progress: PodCliqueScalingGroupUpdateProgress | None = None
 
 
-class PodCliqueScalingGroup(Model, frozen=True, tag_field="kind", tag=PCSG_KIND):
+class PodCliqueScalingGroup(
+    Object[PodCliqueScalingGroupSpec, PodCliqueScalingGroupStatus],
+    frozen=True,
+    tag_field="kind",
+    tag=PCSG_KIND,
+):
     """Cliques of one PodCliqueSet replica that Grove scales together."""
-
-    api_version: str
-    metadata: ObjectMeta
-    spec: PodCliqueScalingGroupSpec
-    status: PodCliqueScalingGroupStatus | None = None

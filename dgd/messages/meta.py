@@ -1,8 +1,9 @@
-"""Kubernetes metadata the operator reads and writes: ObjectMeta, OwnerReference, Condition, Event."""
+"""Kubernetes metadata the operator reads and writes: ObjectMeta, OwnerReference, Condition, Event, and
+the Object envelope (apiVersion, metadata, spec, status) of every kind it models."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
 import msgspec
 
@@ -38,6 +39,20 @@ class ObjectMeta(Model, frozen=True):
     finalizers: list[str] | None = None
     managed_fields: list[JSONObject] | None = None
     self_link: str | None = None
+
+
+SpecT = TypeVar("SpecT")
+StatusT = TypeVar("StatusT")
+
+
+class Object(Model, Generic[SpecT, StatusT], frozen=True):
+    """An object of a kind the operator models: the desired ``spec`` and, once a controller has
+    written it, the observed ``status``. A kind subclasses it tagged with its ``kind``."""
+
+    api_version: str
+    metadata: ObjectMeta
+    spec: SpecT
+    status: StatusT | None = None
 
 
 def identity(obj: Any) -> tuple[str | None, str, str]:

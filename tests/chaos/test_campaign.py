@@ -19,17 +19,15 @@ import pytest
 
 from dgd.actors.children.shared_resources import SharedResources
 from dgd.actors.dgd import DGDActor
-from dgd.actors.recorder import reference
 from dgd.cli import main
 from dgd.cluster.errors import NotFound
 from dgd.cluster.resources import SERVICE_ACCOUNT
-from dgd.domain.events import EventRecord
-from dgd.messages.dgd import DGDStatus, DynamoGraphDeployment
 from dgd.messages.trace import ApiFault, Kill, Poison, StaleReads, WatchDrop, WatchExpire
 from dgd.sim.chaos import Campaign, encode_campaign, run_campaign
 from dgd.sim.chaos_plans import POISONED
 from dgd.sim.chaos_workload import Example, examples_in
 from dgd.sim.trace_io import read_trace
+from tests.planted_bugs import events_before_status
 from tests.upstream import DYNAMO, ROOT
 
 FILES = (
@@ -91,24 +89,11 @@ def test_the_report_is_the_same_bytes_whatever_the_number_of_jobs(tmp_path: Path
     assert alone.schedules == 4
 
 
-async def _events_before_status(
-    self: DGDActor, dgd: DynamoGraphDeployment, status: DGDStatus, events: list[EventRecord] | None = None
-) -> None:
-    """The bug: the queued events are emitted first, then the status is written."""
-    if status == dgd.status:
-        return
-    for event in events or ():
-        # posted straight away, not told to the poster: the API sees it before the status
-        recorder = self._recorder
-        await recorder.cluster.emit(recorder.event(dgd.metadata.namespace, reference(dgd), event))
-    await self._dgd_writer.write_status(dgd, status)
-
-
 def test_a_build_that_emits_events_before_writing_the_status_is_caught_and_shrunk_to_a_replayable_trace(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # given an operator whose DGD actor emits its queued events before it writes the status
-    monkeypatch.setattr(DGDActor, "_persist", _events_before_status)
+    monkeypatch.setattr(DGDActor, "_persist", events_before_status)
     shrunk, report = tmp_path / "shrunk.jsonl", tmp_path / "report.json"
 
     # when a small campaign runs

@@ -33,6 +33,23 @@ WITH_LWS = WorldSettings(
 )
 
 
+#: The upstream snapshot/restore example (TensorRT-LLM workers restored from checkpoints).
+SNAPSHOT = "ai-dynamo-dynamo/examples/backends/trtllm/deploy/snapshot-restore.yaml"
+
+
+def model_cache(namespace: str) -> dict[str, Any]:
+    """The PersistentVolumeClaim the snapshot/restore example asks the user to create first."""
+    claim: dict[str, Any] = yaml.safe_load(
+        f"""
+        apiVersion: v1
+        kind: PersistentVolumeClaim
+        metadata: {{name: model-cache, namespace: {namespace}}}
+        spec: {{accessModes: [ReadWriteMany], resources: {{requests: {{storage: 1Gi}}}}}}
+        """
+    )
+    return claim
+
+
 class Component(msgspec.Struct, frozen=True):
     name: str
     replicas: int = 1

@@ -11,18 +11,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import yaml
 
 from dgd.cluster.errors import NotFound
 from dgd.cluster.resources import CHECKPOINT, DCD, DGD, PCLQ, PCS, PVC
 from dgd.messages.config import load_config
 from dgd.messages.dgd import ComponentCheckpointStatus
 from dgd.sim import WorldSettings
+from tests.scenarios.graphs import SNAPSHOT, model_cache
 from tests.scenarios.grove.stage import NS, Stage, on_stage, upstream
 
 pytestmark = pytest.mark.anyio
 
-SNAPSHOT = "ai-dynamo-dynamo/examples/backends/trtllm/deploy/snapshot-restore.yaml"
 WORKER = "TRTLLMWorker"
 CONFIG = load_config("checkpoint:\n  enabled: true\n")
 #: The simulated checkpoint job takes two minutes.
@@ -41,17 +40,7 @@ def example(pathway: str, **checkpoint: Any) -> dict[str, Any]:
 
 async def with_model_cache(stage: Stage) -> None:
     """The PersistentVolumeClaim the example asks the user to create first."""
-    await stage.user.create(
-        PVC.as_raw(),
-        yaml.safe_load(
-            f"""
-            apiVersion: v1
-            kind: PersistentVolumeClaim
-            metadata: {{name: model-cache, namespace: {NS}}}
-            spec: {{accessModes: [ReadWriteMany], resources: {{requests: {{storage: 1Gi}}}}}}
-            """
-        ),
-    )
+    await stage.user.create(PVC.as_raw(), model_cache(NS))
 
 
 async def worker_replicas(stage: Stage, pathway: str, name: str) -> int | None:

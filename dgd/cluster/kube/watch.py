@@ -19,8 +19,7 @@ delivered loses nothing. (A watch started without a resourceVersion is never dro
 from __future__ import annotations
 
 from collections import deque
-from types import TracebackType
-from typing import Any, Generic, Literal, Self, TypeVar
+from typing import Any, Literal, Self, TypeVar
 
 import aiohttp
 import anyio
@@ -28,7 +27,7 @@ import msgspec
 
 from dgd.cluster.errors import ClusterError, ServerError
 from dgd.cluster.kube.wire import Query, Subject, Transport, complete, status_error
-from dgd.cluster.protocol import EventType, WatchEvent
+from dgd.cluster.protocol import EventType, Watch, WatchEvent
 from dgd.cluster.resources import Rejected, Resource
 
 T = TypeVar("T")
@@ -47,7 +46,7 @@ class _Meta(msgspec.Struct):
     metadata: _Version = msgspec.field(default_factory=_Version)
 
 
-class KubeWatch(Generic[T]):
+class KubeWatch(Watch[T]):
     """The client side of one watch request. Use once: enter, iterate, leave."""
 
     def __init__(
@@ -77,14 +76,6 @@ class KubeWatch(Generic[T]):
         self._response = await self._transport.open(
             "GET", self._url, self._subject, query=self._query, stream=True
         )
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
-    ) -> None:
-        await self.aclose()
-
-    def __aiter__(self) -> Self:
         return self
 
     async def __anext__(self) -> WatchEvent[T]:

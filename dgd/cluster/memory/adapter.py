@@ -179,11 +179,7 @@ class MemoryCluster:
         return watch
 
     async def create(self, resource: Resource[T], obj: T) -> T:
-        data = _to_json(obj)
-        metadata = data.get("metadata") or {}
-        await self._request(
-            "create", resource, namespace=metadata.get("namespace"), name=metadata.get("name")
-        )
+        data = await self._request_to_write("create", resource, obj)
         return resource.decode(self._server.create(resource, data).blob)
 
     def create_loose(self, resource: Resource[Any], data: JSONObject) -> JSONObject:
@@ -196,11 +192,7 @@ class MemoryCluster:
         return stored
 
     async def replace(self, resource: Resource[T], obj: T) -> T:
-        data = _to_json(obj)
-        metadata = data.get("metadata") or {}
-        await self._request(
-            "update", resource, namespace=metadata.get("namespace"), name=metadata.get("name")
-        )
+        data = await self._request_to_write("update", resource, obj)
         return resource.decode(self._server.update(resource, data).blob)
 
     async def patch(self, key: ObjectKey[T], patch: JSONObject, *, resource_version: str | None = None) -> T:
@@ -228,10 +220,7 @@ class MemoryCluster:
         return None if stored is None else key.resource.decode(stored.blob)
 
     async def replace_status(self, resource: Resource[T], obj: T) -> T:
-        data = _to_json(obj)
-        metadata = data.get("metadata") or {}
-        namespace, name = metadata.get("namespace"), metadata.get("name")
-        await self._request("update", resource, subresource="status", namespace=namespace, name=name)
+        data = await self._request_to_write("update", resource, obj, subresource="status")
         return resource.decode(self._server.update(resource, data, status=True).blob)
 
     async def patch_status(
@@ -325,6 +314,16 @@ class MemoryCluster:
         if decision.error is not None:
             raise decision.error
         return decision
+
+    async def _request_to_write(
+        self, verb: Verb, resource: Resource[Any], obj: Any, *, subresource: str = ""
+    ) -> JSONObject:
+        """``obj`` as JSON, once the request to write it (where its own metadata says) is let through."""
+        data = _to_json(obj)
+        metadata = data.get("metadata") or {}
+        namespace, name = metadata.get("namespace"), metadata.get("name")
+        await self._request(verb, resource, subresource=subresource, namespace=namespace, name=name)
+        return data
 
     def _read(self, key: ObjectKey[Any], decision: Decision) -> Stored:
         """The object, current or (with a stale-read fault) as of some writes ago."""

@@ -26,9 +26,8 @@ from dgd.cluster.memory.store import Store, Stored, StoreKey
 from dgd.cluster.memory.strategies import (
     deletion_finalizers,
     mark_deleting,
+    prepare,
     prepare_create,
-    prepare_status_update,
-    prepare_update,
     with_generation,
     write_scale,
 )
@@ -131,8 +130,7 @@ class ApiServer:
         self._require_version(resource, current, metadata.get("resourceVersion"))
         self._check_version(resource, current, metadata.get("resourceVersion"))
         old = current.thaw()
-        new = prepare_status_update(old, data) if status else prepare_update(resource, old, data)
-        return self._write(resource, current, new)
+        return self._write(resource, current, prepare(resource, old, data, status=status))
 
     def patch(
         self,
@@ -155,8 +153,7 @@ class ApiServer:
         metadata = _metadata(resource, patched)
         if (metadata.get("namespace"), metadata.get("name")) != (namespace, name):
             raise Invalid("a patch may not change the name or namespace", bad_request=True)
-        new = prepare_status_update(old, patched) if status else prepare_update(resource, old, patched)
-        return self._write(resource, current, new)
+        return self._write(resource, current, prepare(resource, old, patched, status=status))
 
     def delete(
         self,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dgd.cluster.errors import Cause, Conflict, Invalid
+from dgd.cluster.errors import Cause, ClusterError, Conflict, Invalid
 from dgd.cluster.memory.selectors import from_label_selector
 from dgd.cluster.resources import Resource, ScalePaths
 from dgd.messages.base import JSONObject
@@ -46,43 +46,48 @@ def prepare_create(resource: Resource[Any], data: JSONObject, *, uid: str, now: 
     return data
 
 
+def prepare(resource: Resource[Any], old: JSONObject, new: JSONObject, *, status: bool) -> JSONObject:
+    """``new`` as the server stores an update of ``old``: of its status subresource, or of the object."""
+    return prepare_status_update(old, new) if status else prepare_update(resource, old, new)
+
+
 def prepare_update(resource: Resource[Any], old: JSONObject, new: JSONObject) -> JSONObject:
     """``new`` as the server stores a main-resource update of ``old`` (``new`` is mutated)."""
     old_meta: JSONObject = old["metadata"]
     new_meta: JSONObject = new["metadata"]
     # A uid that does not match is a failed precondition; every other system field is silently kept.
     if new_meta.get("uid") not in (None, old_meta["uid"]):
-        raise Conflict(
+        conflict = Conflict(
             f'Operation cannot be fulfilled on {resource} "{old_meta["name"]}": Precondition failed: UID in '
-            f"precondition: {new_meta['uid']}, UID in object meta: {old_meta['uid']}",
-            kind=resource.kind,
-            namespace=old_meta.get("namespace"),
-            name=old_meta["name"],
+            f"precondition: {new_meta['uid']}, UID in object meta: {old_meta['uid']}"
         )
+        raise _naming(conflict, resource, old_meta)
     _keep(old_meta, new_meta, _SYSTEM_FIELDS)
     # Once deleting, finalizers may only be removed.
     added = set(new_meta.get("finalizers") or ()) - set(old_meta.get("finalizers") or ())
     if old_meta.get("deletionTimestamp") and added:
-        raise Invalid(
+        refused = Invalid(
             f"{resource.kind} {old_meta['name']!r}: metadata.finalizers: no new finalizers can be added "
             f"if the object is being deleted, found new finalizers {sorted(added)}",
-            kind=resource.kind,
-            namespace=old_meta.get("namespace"),
-            name=old_meta["name"],
             causes=(Cause("metadata.finalizers", "no new finalizers can be added while deleting"),),
         )
+        raise _naming(refused, resource, old_meta)
     if (resource.group, resource.plural) == ("", "pods") and _node(old) != _node(new):
         why = "Forbidden: pod updates may not change fields other than `spec.containers[*].image`, ..."
-        raise Invalid(
+        refused = Invalid(
             f"Pod {old_meta['name']!r} is invalid: spec: {why} (spec.nodeName is set through the binding)",
-            kind=resource.kind,
-            namespace=old_meta.get("namespace"),
-            name=old_meta["name"],
             causes=(Cause("spec", why),),
         )
+        raise _naming(refused, resource, old_meta)
     if resource.status:
         _keep(old, new, ("status",))
     return with_generation(resource, old, new)
+
+
+def _naming(error: ClusterError, resource: Resource[Any], metadata: JSONObject) -> ClusterError:
+    """``error`` naming the stored object the update was refused for."""
+    error.kind, error.namespace, error.name = resource.kind, metadata.get("namespace"), metadata["name"]
+    return error
 
 
 def _node(pod: JSONObject) -> Any:

@@ -20,15 +20,14 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Awaitable, Callable
-from types import TracebackType
-from typing import TYPE_CHECKING, Generic, Self, TypeVar
+from typing import TYPE_CHECKING, Self, TypeVar
 
 import anyio
 
 from dgd.cluster.errors import Gone, Invalid, Timeout
 from dgd.cluster.memory.selectors import Selector, parse
 from dgd.cluster.memory.store import Change, ChangeType, Store, Stored
-from dgd.cluster.protocol import WatchEvent
+from dgd.cluster.protocol import Watch, WatchEvent
 from dgd.cluster.resources import Rejected, Resource
 
 if TYPE_CHECKING:
@@ -109,7 +108,7 @@ class WatchHub:
         return sum(len(subscriptions) for subscriptions in self._subscriptions.values())
 
 
-class MemoryWatch(Generic[T]):
+class MemoryWatch(Watch[T]):
     """The client side of one watch (the port's ``Watch``). Use once: enter, iterate, leave."""
 
     def __init__(
@@ -191,14 +190,6 @@ class MemoryWatch(Generic[T]):
         self._subscription = Subscription(self._namespace, selector, self._capacity)
         if self._error is None:
             self._hub.subscribe(self._rid, self._subscription)
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
-    ) -> None:
-        await self.aclose()
-
-    def __aiter__(self) -> Self:
-        return self
 
     async def __anext__(self) -> WatchEvent[T]:
         if self._subscription is None:

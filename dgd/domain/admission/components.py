@@ -212,13 +212,8 @@ def _gpu_memory_service(
         yield FieldError(
             where, "GPU memory service is only supported for worker, prefill, or decode components"
         )
-    found = main_container(component.pod_template)
-    gpus = gpu_limit(found[1]) if found else None
-    if gpus is None or gpus < 1:
-        yield FieldError(
-            where,
-            f"GPU memory service requires {_MAIN_GPU_LIMIT} >= 1",
-        )
+    if not _has_main_gpu(component):
+        yield FieldError(where, f"GPU memory service requires {_MAIN_GPU_LIMIT} >= 1")
     names = {c.get("name") for c in containers(component.pod_template)}
     seen: set[str] = set()
     for index, name in enumerate(gms.extra_client_containers or []):
@@ -241,15 +236,17 @@ def _failover(component: ComponentSpec, path: str) -> Iterator[FieldError]:
     elif gms != mode:
         yield FieldError(f"{where}.mode", f'"{mode}" must match gpuMemoryService.mode "{gms}"')
     if mode == "InterPod":
-        found = main_container(component.pod_template)
-        gpus = gpu_limit(found[1]) if found else None
-        if gpus is None or gpus < 1:
-            yield FieldError(
-                where,
-                f"GMS failover requires at least 1 GPU in {_MAIN_GPU_LIMIT}",
-            )
+        if not _has_main_gpu(component):
+            yield FieldError(where, f"GMS failover requires at least 1 GPU in {_MAIN_GPU_LIMIT}")
         if component.type in ("epp", "frontend", "planner"):
             yield FieldError(where, f'GMS failover is not supported for component type "{component.type}"')
+
+
+def _has_main_gpu(component: ComponentSpec) -> bool:
+    """The main container's GPU limit is at least one."""
+    found = main_container(component.pod_template)
+    gpus = gpu_limit(found[1]) if found else None
+    return gpus is not None and gpus >= 1
 
 
 def _checkpoint(component: ComponentSpec, path: str) -> Iterator[FieldError]:

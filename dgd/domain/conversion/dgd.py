@@ -18,6 +18,7 @@ from dgd.domain.conversion.component import component_of
 from dgd.domain.conversion.payload import encode_spec_payload, encode_status_payload
 from dgd.domain.conversion.preservation import preserved_service
 from dgd.domain.quantity import canonical_quantity
+from dgd.messages.base import sorted_keys
 
 V1ALPHA1 = "nvidia.com/v1alpha1"
 V1BETA1 = "nvidia.com/v1beta1"
@@ -65,7 +66,7 @@ def dgd_to_v1beta1(doc: dict[str, Any]) -> dict[str, Any]:
     metadata.pop("annotations", None)
     if annotations:
         metadata["annotations"] = annotations
-    result: dict[str, Any] = _sorted_keys(out)
+    result: dict[str, Any] = sorted_keys(out)
     return result
 
 
@@ -184,14 +185,6 @@ def _convert_status(status: dict[str, Any]) -> tuple[dict[str, Any], dict[str, A
             rolling["updatedComponents"] = updated
         out["rollingUpdate"] = rolling
     return out, preserved
-
-
-def _sorted_keys(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: _sorted_keys(value[key]) for key in sorted(value)}
-    if isinstance(value, list):
-        return [_sorted_keys(item) for item in value]
-    return value
 
 
 # Input shapes, checked before converting. A shape is a JSON type name, an object's field shapes,

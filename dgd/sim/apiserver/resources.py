@@ -15,6 +15,7 @@ apply merge-patches the applied configuration, or creates the object (``facade_p
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 import msgspec
@@ -72,23 +73,16 @@ class Target(msgspec.Struct, frozen=True):
         return self.resource.key(self.namespace if self.resource.namespaced else None, self.name)
 
 
+@dataclass(frozen=True)
 class ResourceVerbs:
     """Serves resource paths from ``cluster``; ``catalog`` gives the served kinds (for printing)."""
 
-    def __init__(
-        self,
-        cluster: MemoryCluster,
-        *,
-        streams: WatchStreams,
-        catalog: Callable[[], Awaitable[Catalog]],
-        clock: Clock,
-        watch_timeout: float,
-    ) -> None:
-        self.cluster = cluster
-        self._streams = streams
-        self._catalog = catalog
-        self._clock = clock
-        self._watch_timeout = watch_timeout
+    cluster: MemoryCluster
+    _: KW_ONLY
+    streams: WatchStreams
+    catalog: Callable[[], Awaitable[Catalog]]
+    clock: Clock
+    watch_timeout: float
 
     async def serve(self, request: web.Request, target: Target) -> web.StreamResponse:
         if target.resource is CORE_EVENT:
@@ -153,8 +147,8 @@ class ResourceVerbs:
             except BaseException:
                 await watch.aclose()
                 raise
-            timeout = float(query.get("timeoutSeconds") or self._watch_timeout)
-            return await self._streams.serve(
+            timeout = float(query.get("timeoutSeconds") or self.watch_timeout)
+            return await self.streams.serve(
                 request,
                 watch,
                 resource=target.shown_as or resource,
@@ -336,9 +330,9 @@ class ResourceVerbs:
         if "as=Table" not in request.headers.get("Accept", ""):
             return None
         resource = target.shown_as or target.resource
-        served = (await self._catalog()).find(resource.group, resource.version, resource.plural)
+        served = (await self.catalog()).find(resource.group, resource.version, resource.plural)
         columns = served.columns if served is not None else ()
-        return Printer(columns, include=request.query.get("includeObject") or "Metadata", clock=self._clock)
+        return Printer(columns, include=request.query.get("includeObject") or "Metadata", clock=self.clock)
 
 
 def _view(target: Target) -> Callable[[JSONObject], JSONObject]:

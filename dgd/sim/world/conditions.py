@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dgd.domain.projection import upsert_condition
+from dgd.domain.projection import condition_at, upsert_condition
 from dgd.messages.meta import Condition, ConditionStatus
 
 
@@ -19,14 +19,7 @@ def set_condition(
     """``conditions`` with ``type`` set (``meta.SetStatusCondition``), sorted by type: its
     ``last_transition_time`` is ``now`` if the status changed or the condition is new, else kept;
     other conditions are kept."""
-    updated = Condition(
-        type=type,
-        status=status,
-        last_transition_time=now,
-        reason=reason,
-        message=message,
-        observed_generation=observed_generation,
-    )
+    updated = condition_at(type, status, reason, message, now=now, generation=observed_generation)
     return sorted(upsert_condition(conditions, updated), key=lambda condition: condition.type)
 
 

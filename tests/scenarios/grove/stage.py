@@ -9,7 +9,6 @@ every mutating API call the *operator* made (the world models use a client of th
 
 from __future__ import annotations
 
-import random
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -19,18 +18,16 @@ from hypothesis import HealthCheck, settings
 
 from dgd.actors.reconciler import Nudge
 from dgd.actors.runtime import Ref
-from dgd.actors.tree import DGDS, operator_children
+from dgd.actors.tree import DGDS
 from dgd.cluster.errors import Conflict
 from dgd.cluster.memory.faults import Delay, FaultRule
-from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import DGD, EVENT
 from dgd.domain.conversion.dgd import dgd_to_v1beta1
-from dgd.domain.gates import effective_config, resolve_gates, served_apis
 from dgd.messages.config import OperatorConfig
 from dgd.messages.dgd import DGDStatus, DynamoGraphDeployment
 from dgd.messages.meta import Condition
 from dgd.sim import SimulatedCluster, WorldSettings
-from dgd.sim.key_pool import KeyPool
+from dgd.sim.operator import simulated_operator
 from tests.upstream import UPSTREAM
 
 NS = "default"
@@ -165,21 +162,10 @@ async def on_stage(
     settings: WorldSettings | None = None, *, seed: int = 0, config: OperatorConfig | None = None
 ) -> AsyncIterator[Stage]:
     """The simulated cluster with the operator running on it (see the module)."""
-    operator_config = config or OperatorConfig()
-    holder: list[SimulatedCluster] = []
-
-    def operator(cluster: Cluster) -> Any:
-        sim = holder[0]
-        gates = resolve_gates(operator_config, served_apis(sim.discovery.group_versions))
-        return operator_children(
-            cluster,
-            config=effective_config(operator_config, gates),
-            wall=sim.now,
-            keys=KeyPool(random.Random(seed)),
-        )
-
-    sim = SimulatedCluster(settings or WorldSettings(), seed=seed, config=operator_config, operator=operator)
-    holder.append(sim)
+    # The operator as `sim apply` runs it, with no bound on concurrent reconciles.
+    sim = simulated_operator(
+        settings or WorldSettings(), seed=seed, config=config or OperatorConfig(), workers=None
+    )
     async with sim:
         # Counts the operator's writes: a rule that fires on each of them and does nothing.
         writes = sim.cluster.faults.add(Delay(0.0), verb=("create", "update", "patch", "delete"))

@@ -195,6 +195,12 @@ async def running(children: Sequence[ChildSpec[Any]], **options: Any) -> AsyncIt
             yield system
 
 
+async def delivered(system: ActorSystem, path: str, message: Any) -> None:
+    """Tell the actor at ``path`` ``message``, then settle: it and what it caused are handled."""
+    await system.ref(path).tell(message)
+    await settle()
+
+
 @asynccontextmanager
 async def held_busy(ref: Ref[Any], journal: Journal) -> AsyncIterator[TaskGroup]:
     """A task group in which the worker at ``ref`` is busy on a :class:`Wait`, handling nothing else,

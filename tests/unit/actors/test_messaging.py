@@ -41,6 +41,7 @@ from .cast import (
     Total,
     Unrelated,
     WrongReply,
+    delivered,
     failing,
     held_busy,
     immediate,
@@ -255,12 +256,10 @@ async def test_a_tell_to_a_stopped_actor_is_a_dead_letter_with_its_sender() -> N
     journal = Journal()
     children = [worker("w", journal, restart=Restart.TRANSIENT), ChildSpec("relay", Relayer)]
     async with running(children) as system:
-        await system.ref("/w").tell(Finish())
-        await settle()
+        await delivered(system, "/w", Finish())
 
         # When the relay tells the stopped worker something
-        await system.ref("/relay").tell(Relay("/w"))
-        await settle()
+        await delivered(system, "/relay", Relay("/w"))
 
         # Then the message is in the dead-letter log with sender, target, type and why
         [letter] = system.dead_letters
@@ -274,8 +273,7 @@ async def test_a_crash_told_to_a_worker_does_not_reach_the_sender() -> None:
     journal = Journal()
     async with running([worker("w", journal)]) as system:
         # When a told message crashes it
-        await system.ref("/w").tell(Crash())
-        await settle()
+        await delivered(system, "/w", Crash())
 
         # Then the sender carried on (tell is fire and forget) and the worker was restarted fresh
         assert await system.ref("/w").ask(GetTotal()) == Total(0)

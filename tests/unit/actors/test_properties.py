@@ -23,8 +23,8 @@ from dgd.actors.runtime import (
     ActorNotFound,
     Backoff,
     ChildSpec,
-    DeadLetter,
     ManualClock,
+    NullMetrics,
     Restart,
     RestartIntensityExceeded,
     Strategy,
@@ -43,23 +43,11 @@ BACKOFF = Backoff(initial=0.1, maximum=1.0, multiplier=2.0, jitter=0.5)
 
 
 @dataclass
-class Recorder:
+class Recorder(NullMetrics):
     """Metrics hooks that keep the order and the clock time of every supervision event."""
 
     clock: ManualClock
     events: list[tuple[str, str, float, str]] = field(default_factory=list)
-
-    def message_processed(self, path: str, message_type: type) -> None:
-        pass
-
-    def message_coalesced(self, path: str, message_type: type) -> None:
-        pass
-
-    def ask_completed(self, path: str, message_type: type, seconds: float, ok: bool) -> None:
-        pass
-
-    def mailbox_depth(self, path: str, depth: int) -> None:
-        pass
 
     def crashed(self, path: str, reason: BaseException) -> None:
         self.events.append(("crashed", path, self.clock.now(), str(reason)))
@@ -69,9 +57,6 @@ class Recorder:
 
     def escalated(self, path: str) -> None:
         self.events.append(("escalated", path, self.clock.now(), ""))
-
-    def dead_lettered(self, letter: DeadLetter) -> None:
-        pass
 
 
 def expected_escalations(

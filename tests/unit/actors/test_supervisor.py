@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import anyio
 import pytest
@@ -33,6 +35,7 @@ from .cast import (
     Total,
     Worker,
     WorkerMessage,
+    delivered,
     immediate,
     running,
     supervisor,
@@ -50,21 +53,27 @@ def states(system: ActorSystem) -> dict[str, tuple[str, int]]:
     return {info.path: (info.state, info.restarts) for info in system.tree()}
 
 
+@asynccontextmanager
+async def three_workers(strategy: Strategy, *, holding: str) -> AsyncIterator[tuple[ActorSystem, Journal]]:
+    """Workers a, b and c under ``strategy``, the one at ``holding`` with a total of 7; the journal
+    then cleared, so it holds only what comes next."""
+    journal = Journal()
+    children = [worker(name, journal) for name in "abc"]
+    async with running(children, supervision=immediate(strategy)) as system:
+        await system.ref(holding).tell(Add(7))
+        journal.clear()
+        yield system, journal
+
+
 # -- strategies ----------------------------------------------------------------------------------
 
 
 @BOTH_LOOPS
 async def test_one_for_one_restarts_only_the_child_that_crashed() -> None:
     # Given three workers under one_for_one, the middle one holding state
-    journal = Journal()
-    children = [worker(name, journal) for name in "abc"]
-    async with running(children, supervision=immediate(Strategy.ONE_FOR_ONE)) as system:
-        await system.ref("/b").tell(Add(7))
-        journal.clear()
-
+    async with three_workers(Strategy.ONE_FOR_ONE, holding="/b") as (system, journal):
         # When a crashes
-        await system.ref("/a").tell(Crash())
-        await settle()
+        await delivered(system, "/a", Crash())
 
         # Then only a was restarted; b kept its state and nobody else stopped
         assert journal.events == ["start:/a"]
@@ -80,15 +89,9 @@ async def test_one_for_one_restarts_only_the_child_that_crashed() -> None:
 @BOTH_LOOPS
 async def test_one_for_all_stops_the_others_in_reverse_order_then_restarts_all_in_order() -> None:
     # Given three workers under one_for_all
-    journal = Journal()
-    children = [worker(name, journal) for name in "abc"]
-    async with running(children, supervision=immediate(Strategy.ONE_FOR_ALL)) as system:
-        await system.ref("/b").tell(Add(7))
-        journal.clear()
-
+    async with three_workers(Strategy.ONE_FOR_ALL, holding="/b") as (system, journal):
         # When b crashes
-        await system.ref("/b").tell(Crash())
-        await settle()
+        await delivered(system, "/b", Crash())
 
         # Then c and a were stopped (reverse order), and all three started again in order
         assert journal.events == ["stop:/c", "stop:/a", "start:/a", "start:/b", "start:/c"]
@@ -98,15 +101,9 @@ async def test_one_for_all_stops_the_others_in_reverse_order_then_restarts_all_i
 
 async def test_rest_for_one_restarts_the_crashed_child_and_those_started_after_it() -> None:
     # Given three workers under rest_for_one
-    journal = Journal()
-    children = [worker(name, journal) for name in "abc"]
-    async with running(children, supervision=immediate(Strategy.REST_FOR_ONE)) as system:
-        await system.ref("/a").tell(Add(7))
-        journal.clear()
-
+    async with three_workers(Strategy.REST_FOR_ONE, holding="/a") as (system, journal):
         # When b crashes
-        await system.ref("/b").tell(Crash())
-        await settle()
+        await delivered(system, "/b", Crash())
 
         # Then c was stopped, and b and c started again in order; a kept running with its state
         assert journal.events == ["stop:/c", "start:/b", "start:/c"]
@@ -122,8 +119,7 @@ async def test_a_permanent_child_is_restarted_even_after_a_normal_stop() -> None
     journal = Journal()
     async with running([worker("w", journal, restart=Restart.PERMANENT)]) as system:
         # When it stops itself normally
-        await system.ref("/w").tell(Finish())
-        await settle()
+        await delivered(system, "/w", Finish())
 
         # Then it was restarted
         assert journal.events == ["start:/w", "stop:/w", "start:/w"]
@@ -135,13 +131,11 @@ async def test_a_transient_child_is_restarted_after_a_crash_but_not_after_a_norm
     journal = Journal()
     async with running([worker("w", journal, restart=Restart.TRANSIENT)]) as system:
         # When it crashes, it is restarted
-        await system.ref("/w").tell(Crash())
-        await settle()
+        await delivered(system, "/w", Crash())
         assert states(system)["/w"] == ("running", 1)
 
         # When it then stops itself normally, it stays stopped
-        await system.ref("/w").tell(Finish())
-        await settle()
+        await delivered(system, "/w", Finish())
         assert states(system)["/w"] == ("stopped", 1)
 
 
@@ -151,8 +145,7 @@ async def test_a_temporary_child_is_never_restarted_and_is_forgotten() -> None:
     children = [worker("t", journal, restart=Restart.TEMPORARY), worker("p", journal)]
     async with running(children) as system:
         # When the temporary one crashes
-        await system.ref("/t").tell(Crash())
-        await settle()
+        await delivered(system, "/t", Crash())
 
         # Then it is gone from the tree, and it was started only once
         assert list(states(system)) == ["/", "/p"]
@@ -167,8 +160,7 @@ async def test_a_temporary_sibling_stopped_by_one_for_all_is_not_restarted() -> 
         journal.clear()
 
         # When the permanent one crashes
-        await system.ref("/p").tell(Crash())
-        await settle()
+        await delivered(system, "/p", Crash())
 
         # Then the temporary one was stopped and forgotten; only the permanent one came back
         assert journal.events == ["stop:/t", "start:/p"]
@@ -187,16 +179,14 @@ async def test_a_supervisor_past_its_intensity_stops_its_children_and_escalates_
     async with running([nested], clock=clock, metrics=metrics) as system:
         # When a crashes twice, the nested supervisor restarts it each time
         for _ in range(2):
-            await system.ref("/sup/a").tell(Crash())
-            await settle()
+            await delivered(system, "/sup/a", Crash())
         assert states(system)["/sup"] == ("running", 0)
         assert states(system)["/sup/a"] == ("running", 2)
         await system.ref("/sup/b").tell(Add(5))
         journal.clear()
 
         # When a crashes a third time within the period
-        await system.ref("/sup/a").tell(Crash())
-        await settle()
+        await delivered(system, "/sup/a", Crash())
 
         # Then the nested supervisor stopped b and failed; the root restarted it with fresh children
         assert metrics.escalations == {"/sup": 1}
@@ -220,8 +210,7 @@ async def test_restarts_spread_over_more_than_the_period_never_escalate() -> Non
     ) as system:
         # When the worker crashes once every 5.1 seconds, five times
         for _ in range(5):
-            await system.ref("/w").tell(Crash())
-            await settle()
+            await delivered(system, "/w", Crash())
             await clock.advance(5.1)
 
         # Then each crash was restarted and the supervisor never escalated
@@ -258,8 +247,7 @@ async def test_a_restart_that_fails_to_start_counts_as_another_failure() -> None
     clock = ManualClock()
     async with running([spec], clock=clock, metrics=metrics, supervision=immediate(intensity=3)) as system:
         # When it crashes once
-        await system.ref("/w").tell(Crash())
-        await settle()
+        await delivered(system, "/w", Crash())
 
         # Then it was started three more times (two failed) and runs, with no escalation
         assert journal.starts() == ["/w"] * 4
@@ -276,8 +264,7 @@ async def test_failing_restarts_beyond_the_intensity_escalate() -> None:
     clock = ManualClock()
     async with running([nested], clock=clock, metrics=metrics) as system:
         # When it crashes once
-        await system.ref("/sup/w").tell(Crash())
-        await settle()
+        await delivered(system, "/sup/w", Crash())
 
         # Then the crash and two failed restarts made three: the nested supervisor escalated, and
         # the root restarted it, which started the worker a fourth time

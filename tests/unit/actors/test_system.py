@@ -34,6 +34,7 @@ from .cast import (
     Journal,
     Total,
     Worker,
+    delivered,
     failing,
     immediate,
     running,
@@ -73,8 +74,7 @@ async def test_kill_reports_actors_that_are_not_running_and_refuses_unknown_path
     clock = ManualClock()
     policy = Supervision(backoff=Backoff(initial=10, maximum=10, jitter=0))
     async with running([worker("w", journal, shutdown=0)], clock=clock, supervision=policy) as system:
-        await system.ref("/w").tell(Crash())
-        await settle()
+        await delivered(system, "/w", Crash())
 
         # When it is killed, nothing happens
         assert system.kill("/w") is False
@@ -91,8 +91,7 @@ async def test_tree_shows_every_actor_with_its_state_restarts_and_mailbox_depth(
     journal = Journal()
     children = [worker("a", journal), supervisor("sup", [worker("b", journal), worker("c", journal)])]
     async with running(children) as system:
-        await system.ref("/sup/b").tell(Crash())
-        await settle()
+        await delivered(system, "/sup/b", Crash())
 
         # When the tree is read
         tree = system.tree()
@@ -188,8 +187,7 @@ async def test_the_dead_letter_log_keeps_the_latest_letters_and_counts_them_all(
     async with running(
         [worker("w", journal, shutdown=0)], clock=clock, supervision=policy, dead_letter_limit=3
     ) as system:
-        await system.ref("/w").tell(Crash())
-        await settle()
+        await delivered(system, "/w", Crash())
 
         # When five messages are told to it while it is down
         for n in range(5):
@@ -208,8 +206,7 @@ async def test_a_crash_is_logged_with_the_actor_path_and_the_exception(
     async with running([worker("w", journal)]) as system:
         # When it crashes
         with caplog.at_level(logging.ERROR, logger="dgd.actors"):
-            await system.ref("/w").tell(Crash("the disk is on fire"))
-            await settle()
+            await delivered(system, "/w", Crash("the disk is on fire"))
 
     # Then one error names its path and the exception, with the traceback attached
     [record] = [record for record in caplog.records if record.levelno == logging.ERROR]

@@ -21,7 +21,6 @@ from typing import Any
 
 import anyio
 import msgspec
-import yaml
 
 from dgd.cluster.errors import AlreadyExists, Conflict, NotFound
 from dgd.cluster.protocol import Cluster
@@ -51,6 +50,7 @@ from dgd.messages.config import RELEASE_NAMESPACE, OperatorConfig
 from dgd.messages.dgd import DynamoGraphDeployment
 from dgd.sim import SimulatedCluster, WorldSettings, run
 from dgd.sim.key_pool import KeyPool
+from tests.scenarios.graphs import SNAPSHOT, model_cache
 from tests.scenarios.grove.stage import upstream
 from tests.unit.deploy.recording import Call, RecordingCluster
 
@@ -59,7 +59,6 @@ USER_NS = "default"
 OPERATOR_NS = RELEASE_NAMESPACE
 
 AGG = "ai-dynamo-dynamo/examples/backends/vllm/deploy/agg.yaml"
-SNAPSHOT = "ai-dynamo-dynamo/examples/backends/trtllm/deploy/snapshot-restore.yaml"
 MULTINODE = "ai-dynamo-dynamo/examples/backends/vllm/deploy/disagg-multinode.yaml"
 WORKER = "VllmDecodeWorker"
 #: Generous limits in cluster seconds (the world's pods are ready 30 s after they are created).
@@ -260,17 +259,7 @@ async def legacy_claims(user: User) -> None:
 
 async def checkpointed_graphs(user: User) -> None:
     """The snapshot/restore example on both pathways: automatic checkpoints, gating, restore."""
-    await user.client.create(
-        PVC.as_raw(),
-        yaml.safe_load(
-            f"""
-            apiVersion: v1
-            kind: PersistentVolumeClaim
-            metadata: {{name: model-cache, namespace: {USER_NS}}}
-            spec: {{accessModes: [ReadWriteMany], resources: {{requests: {{storage: 1Gi}}}}}}
-            """
-        ),
-    )
+    await user.client.create(PVC.as_raw(), model_cache(USER_NS))
     names = []
     for grove in (True, False):
         document = upstream(SNAPSHOT)

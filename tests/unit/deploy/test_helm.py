@@ -20,7 +20,7 @@ import helm_python as helm
 import pytest
 import yaml
 
-from dgd.cli.run import add_command, options
+from dgd.cli.run import Options, add_command, options
 from dgd.messages.config import load_config
 from tests.unit.deploy.generator import DEPLOY, find, generate
 from tests.unit.deploy.recording import permissions
@@ -36,6 +36,19 @@ def render(
     with helm.Chart.load(str(CHART)) as chart:
         rendered = chart.render(values, name=name, namespace=namespace)
     return [d for text in rendered.values() for d in yaml.safe_load_all(text) if d]
+
+
+def run_options(documents: list[dict[str, Any]], tmp_path: Path) -> Options:
+    """What `dgd-operator run` settles from the rendered Deployment's arguments and ConfigMap."""
+    (container,) = find(documents, "Deployment", RELEASE)["spec"]["template"]["spec"]["containers"]
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        find(documents, "ConfigMap", f"{RELEASE}-config")["data"]["config.yaml"], encoding="utf-8"
+    )
+    parser = argparse.ArgumentParser()
+    add_command(parser.add_subparsers(dest="command"))
+    args = parser.parse_args([str(config) if a == generate.CONFIG_PATH else a for a in container["args"]])
+    return options(args)
 
 
 def normalized(document: dict[str, Any]) -> tuple[tuple[str, str | None, str], Any]:
@@ -112,15 +125,7 @@ def test_two_watched_namespaces_become_two_namespace_flags_in_order(tmp_path: Pa
     # given the chart restricted to two namespaces
     documents = render({"namespaces": ["team-b", "team-a"]})
     # when `dgd-operator run` settles the rendered arguments and configuration file
-    (container,) = find(documents, "Deployment", RELEASE)["spec"]["template"]["spec"]["containers"]
-    config = tmp_path / "config.yaml"
-    config.write_text(
-        find(documents, "ConfigMap", f"{RELEASE}-config")["data"]["config.yaml"], encoding="utf-8"
-    )
-    parser = argparse.ArgumentParser()
-    add_command(parser.add_subparsers(dest="command"))
-    args = parser.parse_args([str(config) if a == generate.CONFIG_PATH else a for a in container["args"]])
-    settled = options(args)
+    settled = run_options(documents, tmp_path)
     # then the daemon watches both, in the order of the values, and the first is the config's switch
     assert settled.settings.namespaces == ("team-b", "team-a")
     assert settled.config.namespace.restricted == settled.config.mpi.ssh_secret_namespace == "team-b"
@@ -181,16 +186,8 @@ def test_timing_and_throughput_values_become_flags_the_daemon_accepts(tmp_path: 
     }
     documents = render(values)
     deployment = find(documents, "Deployment", RELEASE)
-    (container,) = deployment["spec"]["template"]["spec"]["containers"]
-    config = tmp_path / "config.yaml"
-    config.write_text(
-        find(documents, "ConfigMap", f"{RELEASE}-config")["data"]["config.yaml"], encoding="utf-8"
-    )
     # when `dgd-operator run` parses the rendered arguments
-    parser = argparse.ArgumentParser()
-    add_command(parser.add_subparsers(dest="command"))
-    args = parser.parse_args([str(config) if a == generate.CONFIG_PATH else a for a in container["args"]])
-    settled = options(args)
+    settled = run_options(documents, tmp_path)
     # then it runs with them, and the pod's grace period still covers the drain and the renew deadline
     timing = settled.settings.timing
     assert (timing.duration, timing.renew_deadline, timing.retry_period) == (30.0, 20.0, 4.0)

@@ -19,7 +19,6 @@ import yaml
 
 from dgd.actors import dgd as dgd_actor
 from dgd.actors.children import grove_scaler
-from dgd.actors.recorder import reference
 from dgd.actors.runtime.ref import current_actor
 from dgd.cluster.resources import DCD, DGD
 from dgd.messages.config import OperatorConfig
@@ -29,6 +28,7 @@ from dgd.sim.invariants import Invariants
 from dgd.sim.operator import simulated_operator
 from dgd.sim.replay import run_replay
 from dgd.sim.trace_io import read_trace
+from tests.planted_bugs import events_before_status
 
 ROOT = Path(__file__).resolve().parents[3]
 NS = "default"
@@ -69,17 +69,8 @@ def test_an_event_emitted_before_its_status_is_written_breaks_events_follow_stat
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # given a build whose DGD actor emits the queued events before it writes the status
-    async def persist(self: Any, dgd: Any, status: Any, events: Any = None) -> None:
-        if status == dgd.status:
-            return
-        for event in events or ():
-            # posted straight away, not told to the poster: the API sees it before the status
-            recorder = self._recorder
-            await recorder.cluster.emit(recorder.event(dgd.metadata.namespace, reference(dgd), event))
-        await self._dgd_writer.write_status(dgd, status)
-
     def bug() -> None:
-        monkeypatch.setattr(dgd_actor.DGDActor, "_persist", persist)
+        monkeypatch.setattr(dgd_actor.DGDActor, "_persist", events_before_status)
 
     # when a rollout (whose start and end are status-transition events) is replayed
     trace = read_trace((ROOT / "examples" / "traces" / "rollout.jsonl").read_bytes())

@@ -14,6 +14,7 @@ import random
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -95,19 +96,17 @@ def manifest(text: str = AGG, **changes: Any) -> dict[str, Any]:
     return document
 
 
+@dataclass
 class Harness:
     """A running operator and the handles a test needs."""
 
-    def __init__(
-        self, cluster: CountingCluster, server: MemoryCluster, cache: Cache, clock: ManualClock
-    ) -> None:
-        #: What the operator's clock reads (seconds since the epoch); tests move it by hand.
-        self.now = EPOCH
-        self.operator_client = cluster
-        self.cluster = server
-        self.cache = cache
-        self.clock = clock
-        self.system: ActorSystem
+    operator_client: CountingCluster
+    cluster: MemoryCluster
+    cache: Cache
+    clock: ManualClock
+    #: What the operator's clock reads (seconds since the epoch); tests move it by hand.
+    now: float = EPOCH
+    system: ActorSystem = field(init=False)
 
     @property
     def writes(self) -> Counter[str]:

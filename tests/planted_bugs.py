@@ -1,0 +1,21 @@
+"""Bugs planted in the operator on purpose, to show that the invariants catch them."""
+
+from __future__ import annotations
+
+from dgd.actors.dgd import DGDActor
+from dgd.actors.recorder import reference
+from dgd.domain.events import EventRecord
+from dgd.messages.dgd import DGDStatus, DynamoGraphDeployment
+
+
+async def events_before_status(
+    self: DGDActor, dgd: DynamoGraphDeployment, status: DGDStatus, events: list[EventRecord] | None = None
+) -> None:
+    """``DGDActor._persist`` with the bug: the queued events are emitted first, then the status is written."""
+    if status == dgd.status:
+        return
+    for event in events or ():
+        # posted straight away, not told to the poster: the API sees it before the status
+        recorder = self._recorder
+        await recorder.cluster.emit(recorder.event(dgd.metadata.namespace, reference(dgd), event))
+    await self._dgd_writer.write_status(dgd, status)
