@@ -36,7 +36,7 @@ from dgd.sim.chaos_workload import Example, examples_in
 EXIT_OK, EXIT_BROKEN, EXIT_USAGE = 0, 1, 2
 
 #: The repository this package runs from (an editable install), where the examples are.
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 #: The upstream vLLM examples, beside the repository unless ``DGD_UPSTREAM_DIR`` says where.
 VLLM = Path("ai-dynamo-dynamo/examples/backends/vllm/deploy")
 
