@@ -10,8 +10,8 @@ or ``all`` of them. The invariants are checked after every step, and every graph
 shrunk to a small trace that ``dgd-operator sim replay`` reproduces.
 
 Prints a summary (schedules, faults, violations by invariant); ``--report`` writes it as JSON, with no
-wall-clock value in it (the wall time goes to stderr). Exit 0 when nothing broke, 1 when an invariant
-did (naming it and the shrunk trace), 2 for usage errors.
+wall-clock value in it (the wall time goes to stderr, as does a line per seed done). Exit 0 when
+nothing broke, 1 when an invariant did (naming it and the shrunk trace), 2 for usage errors.
 
 Like ``cli.py``, this module is the command line: it is allowed to import ``dgd.sim``.
 """
@@ -97,9 +97,8 @@ def _chaos(args: argparse.Namespace) -> int:
         print(f"dgd-operator chaos: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     started = time.perf_counter()
-    report = run_campaign(
-        campaign, shrink_to=_shrink_paths(args.shrink_to), jobs=jobs, progress=_progress(sys.stderr)
-    )
+    progress = _progress(sys.stderr, started)
+    report = run_campaign(campaign, shrink_to=_shrink_paths(args.shrink_to), jobs=jobs, progress=progress)
     wall = time.perf_counter() - started
     sys.stdout.write(summary(report))
     print(f"wall time: {wall:.1f}s", file=sys.stderr)
@@ -195,13 +194,14 @@ def _shrink_paths(first: Path | None) -> Callable[[str], Path]:
     return path
 
 
-def _progress(out: TextIO) -> Callable[[int, int], None] | None:
-    """Seeds done, on one line redrawn in place when ``out`` is a terminal; nothing otherwise."""
-    if not out.isatty():
-        return None
+def _progress(out: TextIO, started: float) -> Callable[[int, int], None]:
+    """Seeds done, with the wall time so far: one line redrawn in place when ``out`` is a terminal, else
+    a line per seed (stdout carries the summary)."""
+    tty = out.isatty()
 
     def show(done: int, total: int) -> None:
-        out.write(f"\rseed {done}/{total}" + ("\n" if done == total else ""))
+        line = f"chaos: seed {done}/{total} done ({time.perf_counter() - started:.0f}s)"
+        out.write(f"\r{line}" + ("\n" if done == total else "") if tty else f"{line}\n")
         out.flush()
 
     return show
