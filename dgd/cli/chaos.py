@@ -12,7 +12,7 @@ shrunk to a small trace that ``dgd-operator sim replay`` reproduces.
 Prints a summary (schedules, faults, violations by invariant); ``--report`` writes it as JSON, with no
 wall-clock value in it (the wall time goes to stderr, as does a line per seed done). Exit 0 when
 nothing broke, 1 when an invariant did (naming it and the shrunk trace) or an example DGD cannot be
-converted, 2 for usage errors and example files that cannot be read.
+converted, 2 for usage errors and example files that cannot be read, 130 when interrupted.
 
 Like ``cli.py``, this module is the command line: it is allowed to import ``dgd.sim``.
 """
@@ -21,15 +21,18 @@ from __future__ import annotations
 
 import argparse
 import logging
+import multiprocessing
 import os
+import signal
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, TextIO
 
-from dgd.cli.exits import EXIT_FAILED, EXIT_OK, Invalid, Usage, log_to_stderr, wire
+from dgd.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, Invalid, Usage, log_to_stderr, wire
 from dgd.cli.inputs import STDIN, BadFile, read_text, shown, writable, write_output
 from dgd.domain.admission.documents import admit_document
 from dgd.domain.manifests import ManifestError
@@ -94,13 +97,71 @@ def _chaos(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     progress = _progress(sys.stderr, started)
     shrink_to = _shrink_paths(args.shrink_to)
-    report = run_campaign(campaign, shrink_to=shrink_to, jobs=jobs, progress=progress)
+    if jobs > 1:
+        report = _deaf_to_ctrl_c(campaign, shrink_to, jobs, progress)
+    else:
+        report = run_campaign(campaign, shrink_to=shrink_to, progress=progress)
     wall = time.perf_counter() - started
     sys.stdout.write(summary(report))
     print(f"wall time: {wall:.1f}s", file=sys.stderr)
     if args.report is not None:
         write_output(args.report, encode_campaign(report), flag="--report")
     return _verdict(report)
+
+
+def _deaf_to_ctrl_c(
+    campaign: Campaign, shrink_to: Callable[[str], Path], jobs: int, progress: Callable[[int, int], None]
+) -> CampaignReport:
+    """``run_campaign`` on ``jobs`` workers, in a child process that ignores SIGINT, as its pool's workers
+    then do; this process hears the progress, and Ctrl-C.
+
+    A terminal sends Ctrl-C to its whole foreground process group: each pool worker would print its own
+    traceback. A process started with SIGINT ignored keeps it ignored (Python installs no handler), so
+    only this process hears it; it stops the child with SIGTERM, which ends the child's campaign as an
+    exception would, and the pool terminates its workers. The child is forked: no thread runs here yet,
+    and only its messages cross the pipe."""
+    context = multiprocessing.get_context("fork")
+    receiving, sending = context.Pipe(duplex=False)
+    child = context.Process(
+        target=_campaign, args=(sending, campaign, shrink_to, jobs), name="chaos campaign"
+    )
+    child.start()
+    sending.close()
+    try:
+        while True:
+            try:
+                kind, value = receiving.recv()
+            except EOFError:
+                child.join()
+                why = f"the campaign process ended without a report (exit code {child.exitcode}; see above)"
+                raise Invalid(why) from None
+            if kind == "report":
+                break
+            progress(*value)
+    except BaseException:
+        child.terminate()
+        child.join()
+        raise
+    child.join()
+    report: CampaignReport = value
+    return report
+
+
+def _campaign(sending: Connection, campaign: Campaign, shrink_to: Callable[[str], Path], jobs: int) -> None:
+    """The child of :func:`_deaf_to_ctrl_c`: the campaign, its progress and report sent on ``sending``."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _stopped)
+
+    def progress(done: int, total: int) -> None:
+        sending.send(("progress", (done, total)))
+
+    report = run_campaign(campaign, shrink_to=shrink_to, jobs=jobs, progress=progress)
+    sending.send(("report", report))
+
+
+def _stopped(signum: int, frame: object) -> None:
+    # Raised where the campaign is: the pool's ``with`` block on the way out terminates its workers.
+    raise SystemExit(EXIT_INTERRUPTED)
 
 
 def _verdict(report: CampaignReport) -> int:

@@ -10,7 +10,7 @@ new trace, ``--timings`` the wall-clock figures (which the report never holds).
 
 Exit 0 when every expectation holds and no invariant breaks, 1 otherwise (each failure is named on
 stderr) or when the simulated cluster refuses the trace, 2 for usage errors and traces that cannot be
-read (missing, not UTF-8, not a trace this release reads: the line is named).
+read (missing, not UTF-8, not a trace this release reads: the line is named), 130 when interrupted.
 """
 
 from __future__ import annotations

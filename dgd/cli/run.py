@@ -8,7 +8,8 @@ Settings come from the flags; a flag left out falls back to the ``--config`` fil
 its help, then to the default shown. Exit codes (:mod:`dgd.cli.exits`): 0 stopped on request
 (SIGTERM or SIGINT), 1 the lease was lost, the operator failed, the cluster could not be reached or
 refused to start it (a required feature gate's API missing), or the config file holds a bad value, 2
-usage error or a file that cannot be read (``--config``, the kubeconfig).
+usage error or a file that cannot be read (``--config``, the kubeconfig), 130 interrupted while
+starting.
 
 This module is the command line: it imports ``dgd.daemon`` and, only when it runs, the kube adapter.
 Over 400 lines: every flag of ``run`` with its help, config key and check, as ``--help`` shows them.
@@ -321,12 +322,9 @@ def _run(args: argparse.Namespace) -> int:
     disable_created_metrics()  # type: ignore[no-untyped-call]
     metrics = DaemonMetrics()
     configure(settled.log_format, settled.log_level, reconcile_id=metrics.reconcile_id)
-    try:
-        code: int = anyio.run(
-            _main, settled, metrics, backend="asyncio", backend_options={"use_uvloop": True}
-        )
-    except KeyboardInterrupt:
-        return EXIT_FAILED
+    # SIGTERM and SIGINT stop the daemon gracefully once it serves (``_signals``); a SIGINT before
+    # that interrupts the start (``run_command``).
+    code: int = anyio.run(_main, settled, metrics, backend="asyncio", backend_options={"use_uvloop": True})
     return code
 
 

@@ -9,8 +9,8 @@ otherwise point one at it: ``dgd-operator run --kubeconfig PATH``. ``--write-kub
 writes a kubeconfig for ``kubectl --kubeconfig PATH`` (``--token``: clients must send it).
 
 It prints where it listens and runs until SIGINT or SIGTERM, then exits 0 (1 if the operator
-cannot start or the address cannot be listened on, 2 for usage errors and files that cannot be
-read). Like ``cli.py``, this module is the command line: it may import
+cannot start or the address cannot be listened on, 2 for usage errors and files that cannot be read,
+130 when interrupted before it serves). Like ``cli.py``, this module is the command line: it may import
 ``dgd.sim`` and the operator's actors.
 """
 

@@ -11,7 +11,7 @@ seed replays the same run), real with ``--realtime``. ``--until-ready`` stops as
 ``--timeout`` seconds of cluster time. ``-`` reads the manifests from standard input. Exit 0 when
 every DGD ends ``successful``, 1 otherwise (each failed or unready DGD is named with its Ready reason
 and message) or when the input is not objects the simulated cluster accepts, 2 for usage errors and
-files that cannot be read (:mod:`dgd.cli.exits`).
+files that cannot be read, 130 when interrupted (:mod:`dgd.cli.exits`).
 
 Like ``cli.py``, this module is the command line: it is allowed to import ``dgd.sim``.
 """

@@ -9,8 +9,9 @@ DynamoCheckpoint job controller, and the scheduler and kubelets of their pods. S
 Each controller runs when its API is served (Grove: the ``grove.io`` group; DCDs and checkpoints:
 their resources answer a list); the pods' always. Time is the wall clock. ``--namespace`` limits
 every controller to one namespace. It runs until SIGINT or SIGTERM, then exits 0 (1 when the API
-server cannot be reached, 2 for usage errors and files that cannot be read). Like ``cli.py``, this
-module is the command line: it may import ``dgd.sim`` and the kube adapter.
+server cannot be reached, 2 for usage errors and files that cannot be read, 130 when interrupted
+before it runs). Like ``cli.py``, this module is the command line: it may import ``dgd.sim`` and
+the kube adapter.
 """
 
 from __future__ import annotations
