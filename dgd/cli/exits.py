@@ -10,8 +10,8 @@
 
 Commands raise :class:`Usage` or :class:`Invalid` with a sentence that names the file, field and
 value; :func:`run_command` prints it as ``<command>: error: <sentence>`` on stderr and returns the
-code. Ctrl-C prints ``<command>: interrupted`` and nothing else; a reader that goes away (``| head``)
-ends the command quietly. No traceback reaches the user.
+code. Ctrl-C prints ``<command>: interrupted`` and nothing else (:mod:`dgd.cli.interrupt`); a
+reader that goes away (``| head``) ends the command quietly. No traceback reaches the user.
 """
 
 from __future__ import annotations
@@ -20,12 +20,11 @@ import argparse
 import logging
 import os
 import re
-import signal
 import sys
-import threading
 from collections.abc import Callable
 from typing import ClassVar
 
+from dgd.cli.interrupt import CtrlC
 from dgd.cluster.errors import ClusterError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -75,49 +74,25 @@ def wire(
 
 def run_command(args: argparse.Namespace) -> int:
     """Run the command ``args`` names (``args.run``, shown as ``args.prog``); its exit code."""
-    quiet_on_ctrl_c = _quiet_on_ctrl_c()
-    try:
-        code: int = args.run(args)
-    except CommandError as exc:
-        print(f"{args.prog}: error: {exc}", file=sys.stderr)
-        return exc.code
-    except (KeyboardInterrupt, BaseExceptionGroup) as exc:
-        # Ctrl-C inside a task group comes out in a group of its own.
-        if isinstance(exc, BaseExceptionGroup) and exc.subgroup(KeyboardInterrupt) is None:
-            raise
-        # On a terminal the ^C echo has left the cursor mid-line.
-        start = "\n" if sys.stderr.isatty() else ""
-        print(f"{start}{args.prog}: interrupted", file=sys.stderr, flush=True)
-        return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        # The reader went away (``| head``): stop quietly, as other command-line tools do; stdout is
-        # pointed at /dev/null so the interpreter's last flush does not fail again.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_FAILED
-    finally:
-        if quiet_on_ctrl_c:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+    with CtrlC() as ctrl_c:
+        try:
+            code: int = args.run(args)
+        except CommandError as exc:
+            print(f"{args.prog}: error: {exc}", file=sys.stderr)
+            return exc.code
+        except BrokenPipeError:
+            # The reader went away (``| head``): stop quietly, as other command-line tools do; stdout
+            # is pointed at /dev/null so the interpreter's last flush does not fail again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return EXIT_FAILED
+        except BaseException as exc:
+            if not ctrl_c.ended(exc):
+                raise
+            # On a terminal the ^C echo has left the cursor mid-line.
+            start = "\n" if sys.stderr.isatty() else ""
+            print(f"{start}{args.prog}: interrupted", file=sys.stderr, flush=True)
+            return EXIT_INTERRUPTED
     return code
-
-
-def _quiet_on_ctrl_c() -> bool:
-    """Make Ctrl-C raise ``KeyboardInterrupt`` where the command is, with logging silenced from then on;
-    whether it did (not outside the main thread, nor where SIGINT is ignored or handled already).
-
-    What the command's parts log while they are torn down (actors cancelled mid-step) would follow the
-    one line that says the command was interrupted. asyncio's runner, seeing a handler of ours, leaves
-    it in place (its own would cancel the main task first: the same end, with that noise)."""
-    if threading.current_thread() is not threading.main_thread():
-        return False
-    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        return False
-    signal.signal(signal.SIGINT, _interrupt)
-    return True
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    logging.disable(logging.CRITICAL)
-    raise KeyboardInterrupt
 
 
 def log_to_stderr(level: int) -> None:
