@@ -5,8 +5,10 @@
 * :mod:`dgd.cli.sim`, :mod:`dgd.cli.replay`, :mod:`dgd.cli.serve`, :mod:`dgd.cli.world` — the simulation;
 * :mod:`dgd.cli.chaos` — chaos campaigns.
 
-Exit codes: 0 success, 1 invalid input or a failed check, 2 usage error. Bad input never ends in a
-traceback: every problem is printed with its file, document index, field path and what is allowed.
+Every command runs through :func:`dgd.cli.exits.run_command` and reads its files through
+:mod:`dgd.cli.inputs`: the same exit codes everywhere (0 success, 1 invalid input or a failed goal, 2
+usage error or a file that cannot be read, 130 interrupted), and bad input or Ctrl-C never ends in a
+traceback: every problem is one sentence naming the file, document, field and value.
 This package is the only one that imports ``dgd.daemon`` and ``dgd.sim``.
 """
 
@@ -17,31 +19,37 @@ import sys
 from collections.abc import Sequence
 
 from dgd import __version__
-from dgd.cli.chaos import add_command as add_chaos_command
-from dgd.cli.manifests import EXIT_USAGE
-from dgd.cli.manifests import add_commands as add_manifest_commands
-from dgd.cli.run import add_command as add_run_command
-from dgd.cli.serve import add_commands as add_serve_commands
-from dgd.cli.sim import add_commands as add_sim_commands
-from dgd.cli.world import add_commands as add_world_commands
+from dgd.cli.exits import EXIT_CODES, EXIT_INTERRUPTED, EXIT_USAGE, run_command
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (the console script exits with it)."""
-    parser = _parser()
+    try:
+        parser = _parser()
+    except KeyboardInterrupt:
+        # Importing the commands takes a second or two: Ctrl-C may come before any of them runs.
+        print("dgd-operator: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    code: int = args.run(args)
-    return code
+    return run_command(args)
 
 
 def _parser() -> argparse.ArgumentParser:
+    # The command modules are imported here, not at the top, so that importing them is interruptible.
+    from dgd.cli.chaos import add_command as add_chaos_command
+    from dgd.cli.manifests import add_commands as add_manifest_commands
+    from dgd.cli.run import add_command as add_run_command
+    from dgd.cli.serve import add_commands as add_serve_commands
+    from dgd.cli.sim import add_commands as add_sim_commands
+    from dgd.cli.world import add_commands as add_world_commands
+
     parser = argparse.ArgumentParser(
         prog="dgd-operator",
         description="Kubernetes operator for NVIDIA Dynamo DynamoGraphDeployments, and its tools.",
-        epilog="Exit codes: 0 success, 1 invalid input or failed check, 2 usage error.",
+        epilog=EXIT_CODES,
     )
     parser.add_argument("--version", action="version", version=f"dgd-operator {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -11,8 +11,10 @@ shrunk to a small trace that ``dgd-operator sim replay`` reproduces.
 
 Prints a summary (schedules, faults, violations by invariant), then, in a section of its own, the
 event-loop callbacks that ran over 100 ms of wall time; ``--report`` writes the summary as JSON, with
-no wall-clock value in it (the wall time and the stalls are left out). Exit 0 when nothing broke, 1
-when an invariant did (naming it and the shrunk trace), 2 for usage errors.
+no wall-clock value in it (the wall time and the stalls are left out; the wall time goes to stderr, as
+does a line per seed done). Exit 0 when nothing broke, 1 when an invariant did (naming it and the
+shrunk trace) or an example DGD cannot be converted, 2 for usage errors and example files that cannot
+be read, 130 when interrupted.
 
 Like ``cli.py``, this module is the command line: it is allowed to import ``dgd.sim``.
 """
@@ -21,24 +23,29 @@ from __future__ import annotations
 
 import argparse
 import logging
+import multiprocessing
 import os
+import signal
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, TextIO
 
+from dgd.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, Invalid, Usage, log_to_stderr, wire
+from dgd.cli.inputs import STDIN, BadFile, read_text, shown, writable, write_output
+from dgd.domain.admission.documents import admit_document
+from dgd.domain.manifests import ManifestError
 from dgd.messages.dgd import KIND
 from dgd.sim.chaos import Campaign, CampaignReport, encode_campaign, run_campaign, summary
 from dgd.sim.chaos_plans import PLANS, Plan
 from dgd.sim.chaos_stalls import Stall, stalls_summary
 from dgd.sim.chaos_workload import Example, examples_in
 
-EXIT_OK, EXIT_BROKEN, EXIT_USAGE = 0, 1, 2
-
 #: The repository this package runs from (an editable install), where the examples are.
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 #: The upstream vLLM examples, beside the repository unless ``DGD_UPSTREAM_DIR`` says where.
 VLLM = Path("ai-dynamo-dynamo/examples/backends/vllm/deploy")
 
@@ -49,7 +56,6 @@ def add_command(commands: Any) -> None:
         "chaos",
         help="run a chaos campaign: fault schedules over example DGDs, invariants checked, failures shrunk",
         description=(__doc__ or "").split("\n\n")[1] + "\n\n" + (__doc__ or "").split("\n\n")[2],
-        epilog="Exit codes: 0 no invariant broken, 1 an invariant broken, 2 usage error.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     chaos.add_argument("--seeds", type=int, default=20, metavar="K", help="seeds to run (default 20)")
@@ -74,50 +80,103 @@ def add_command(commands: Any) -> None:
         "--examples",
         nargs="+",
         metavar="FILE",
-        help="manifest files whose DGDs the graphs are drawn from (default: examples/agg.yaml and the "
-        "upstream vLLM agg.yaml and disagg.yaml)",
+        help="manifest files whose DGDs the graphs are drawn from, - for standard input (default: "
+        "examples/agg.yaml and the upstream vLLM agg.yaml and disagg.yaml)",
     )
-    chaos.set_defaults(run=_chaos)
-
-
-class _Usage(Exception):
-    """Bad arguments or unreadable examples: exit 2."""
+    wire(chaos, _chaos, ok="no invariant broken", failed="an invariant broken")
 
 
 def _chaos(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.ERROR, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        campaign = Campaign(
-            examples=_examples(args.examples),
-            seeds=_positive(args.seeds, "--seeds"),
-            first_seed=args.first_seed,
-            dgds=_positive(args.dgds, "--dgds"),
-            plans=_plans(args.plan),
-        )
-        jobs = _positive(args.jobs, "--jobs")
-    except _Usage as exc:
-        print(f"dgd-operator chaos: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    started = time.perf_counter()
-    stalls: list[Stall] = []
-    report = run_campaign(
-        campaign,
-        shrink_to=_shrink_paths(args.shrink_to),
-        jobs=jobs,
-        progress=_progress(sys.stderr),
-        stalled=stalls.append,
+    log_to_stderr(logging.ERROR)
+    campaign = Campaign(
+        examples=_examples(args.examples),
+        seeds=_positive(args.seeds, "--seeds"),
+        first_seed=args.first_seed,
+        dgds=_positive(args.dgds, "--dgds"),
+        plans=_plans(args.plan),
     )
+    jobs = _positive(args.jobs, "--jobs")
+    writable(args.report, "--report")
+    started = time.perf_counter()
+    progress = _progress(sys.stderr, started)
+    shrink_to = _shrink_paths(args.shrink_to)
+    stalls: list[Stall] = []
+    if jobs > 1:
+        report = _deaf_to_ctrl_c(campaign, shrink_to, jobs, progress, stalls.append)
+    else:
+        report = run_campaign(campaign, shrink_to=shrink_to, progress=progress, stalled=stalls.append)
     wall = time.perf_counter() - started
     sys.stdout.write(summary(report))
     sys.stdout.write("\n" + stalls_summary(stalls))
     print(f"wall time: {wall:.1f}s", file=sys.stderr)
     if args.report is not None:
-        try:
-            args.report.write_bytes(encode_campaign(report))
-        except OSError as exc:
-            print(f"dgd-operator chaos: error: {args.report}: {exc.strerror or exc}", file=sys.stderr)
-            return EXIT_BROKEN
+        write_output(args.report, encode_campaign(report), flag="--report")
     return _verdict(report)
+
+
+def _deaf_to_ctrl_c(
+    campaign: Campaign,
+    shrink_to: Callable[[str], Path],
+    jobs: int,
+    progress: Callable[[int, int], None],
+    stalled: Callable[[Stall], None],
+) -> CampaignReport:
+    """``run_campaign`` on ``jobs`` workers, in a child process that ignores SIGINT, as its pool's workers
+    then do; this process hears the progress, and Ctrl-C.
+
+    A terminal sends Ctrl-C to its whole foreground process group: each pool worker would print its own
+    traceback. A process started with SIGINT ignored keeps it ignored (Python installs no handler), so
+    only this process hears it; it stops the child with SIGTERM, which ends the child's campaign as an
+    exception would, and the pool terminates its workers. The child is forked: no thread runs here yet,
+    and only its messages cross the pipe."""
+    context = multiprocessing.get_context("fork")
+    receiving, sending = context.Pipe(duplex=False)
+    child = context.Process(
+        target=_campaign, args=(sending, campaign, shrink_to, jobs), name="chaos campaign"
+    )
+    child.start()
+    sending.close()
+    try:
+        while True:
+            try:
+                kind, value = receiving.recv()
+            except EOFError:
+                child.join()
+                why = f"the campaign process ended without a report (exit code {child.exitcode}; see above)"
+                raise Invalid(why) from None
+            if kind == "report":
+                break
+            if kind == "stall":
+                stalled(value)
+            else:
+                progress(*value)
+    except BaseException:
+        child.terminate()
+        child.join()
+        raise
+    child.join()
+    report: CampaignReport = value
+    return report
+
+
+def _campaign(sending: Connection, campaign: Campaign, shrink_to: Callable[[str], Path], jobs: int) -> None:
+    """The child of :func:`_deaf_to_ctrl_c`: the campaign, its progress and report sent on ``sending``."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _stopped)
+
+    def progress(done: int, total: int) -> None:
+        sending.send(("progress", (done, total)))
+
+    def stalled(stall: Stall) -> None:
+        sending.send(("stall", stall))
+
+    report = run_campaign(campaign, shrink_to=shrink_to, jobs=jobs, progress=progress, stalled=stalled)
+    sending.send(("report", report))
+
+
+def _stopped(signum: int, frame: object) -> None:
+    # Raised where the campaign is: the pool's ``with`` block on the way out terminates its workers.
+    raise SystemExit(EXIT_INTERRUPTED)
 
 
 def _verdict(report: CampaignReport) -> int:
@@ -130,12 +189,12 @@ def _verdict(report: CampaignReport) -> int:
             else f"shrunk trace (needs the crash right after a write): {shrunk.path}"
         )
         print(f"dgd-operator chaos: invariant {shrunk.invariant} broken; {how}", file=sys.stderr)
-    return EXIT_BROKEN
+    return EXIT_FAILED
 
 
 def _positive(value: int, option: str) -> int:
     if value < 1:
-        raise _Usage(f"{option} must be at least 1, not {value}")
+        raise Usage(f"{option} must be at least 1, not {value}")
     return value
 
 
@@ -145,7 +204,7 @@ def _plans(text: str) -> tuple[Plan, ...]:
     names = [name.strip() for name in text.split(",") if name.strip()]
     unknown = [name for name in names if name not in PLANS]
     if unknown or not names:
-        raise _Usage(f"unknown plan {', '.join(unknown) or repr(text)}; use all or {', '.join(PLANS)}")
+        raise Usage(f"unknown plan {', '.join(unknown) or repr(text)}; use all or {', '.join(PLANS)}")
     return tuple(plan for plan in PLANS if plan in names)
 
 
@@ -158,34 +217,44 @@ def _examples(files: Sequence[str] | None) -> tuple[Example, ...]:
             upstream / VLLM / "agg.yaml",
             upstream / VLLM / "disagg.yaml",
         ]
-        found = [path for path in defaults if path.is_file()]
-        for missing in sorted(set(defaults) - set(found)):
+        present = [path for path in defaults if path.is_file()]
+        for missing in sorted(set(defaults) - set(present)):
             print(f"dgd-operator chaos: note: example {missing} not found, left out", file=sys.stderr)
-        if not found:
-            raise _Usage("no example DGD found: name manifest files with --examples")
-        paths = found
+        if not present:
+            raise Usage("no example DGD found: name manifest files with --examples")
+        names: Sequence[str | Path] = present
     else:
-        paths = [Path(name) for name in files]
+        names = files
     examples: list[Example] = []
-    for path in paths:
+    for name in names:
         try:
-            examples += examples_in(path.read_text(encoding="utf-8"), _shown(path))
-        except (OSError, UnicodeDecodeError) as exc:
-            raise _Usage(f"{path}: {getattr(exc, 'strerror', None) or exc}") from exc
+            found = examples_in(read_text(name, flag="--examples"), _source(name))
         except ValueError as exc:
-            raise _Usage(str(exc)) from exc
+            # Not YAML is a file that cannot be read; a DGD that cannot be converted is invalid input.
+            if isinstance(exc.__cause__, ManifestError):
+                raise BadFile(f"--examples {shown(name)}", str(exc.__cause__)) from None
+            raise Invalid(f"--examples {exc}") from None
+        # A DGD the API server would refuse breaks no invariant of ours: say so rather than run it.
+        for example in found:
+            errors = admit_document(example.document).errors
+            if errors:
+                more = f" (and {len(errors) - 1} more: see dgd-operator validate)" if len(errors) > 1 else ""
+                raise Invalid(f"--examples {shown(name)}: {KIND} {example.name}: {errors[0]}{more}")
+        examples += found
     if not examples:
-        raise _Usage(f"no {KIND} in {', '.join(str(p) for p in paths)}")
+        raise Invalid(f"no {KIND} in {', '.join(shown(name) for name in names)}")
     return tuple(examples)
 
 
-def _shown(path: Path) -> str:
-    """A path as the report shows it: relative to the repository or its parent when inside them."""
-    resolved = path.resolve()
+def _source(name: str | Path) -> str:
+    """An example file as the report shows it: relative to the repository or its parent when inside."""
+    if str(name) == STDIN:
+        return shown(name)
+    resolved = Path(name).resolve()
     for base in (ROOT, ROOT.parent):
         if resolved.is_relative_to(base):
             return str(resolved.relative_to(base))
-    return str(path)
+    return str(name)
 
 
 def _shrink_paths(first: Path | None) -> Callable[[str], Path]:
@@ -203,13 +272,14 @@ def _shrink_paths(first: Path | None) -> Callable[[str], Path]:
     return path
 
 
-def _progress(out: TextIO) -> Callable[[int, int], None] | None:
-    """Seeds done, on one line redrawn in place when ``out`` is a terminal; nothing otherwise."""
-    if not out.isatty():
-        return None
+def _progress(out: TextIO, started: float) -> Callable[[int, int], None]:
+    """Seeds done, with the wall time so far: one line redrawn in place when ``out`` is a terminal, else
+    a line per seed (stdout carries the summary)."""
+    tty = out.isatty()
 
     def show(done: int, total: int) -> None:
-        out.write(f"\rseed {done}/{total}" + ("\n" if done == total else ""))
+        line = f"chaos: seed {done}/{total} done ({time.perf_counter() - started:.0f}s)"
+        out.write(f"\r{line}" + ("\n" if done == total else "") if tty else f"{line}\n")
         out.flush()
 
     return show

@@ -1,26 +1,44 @@
 """The offline commands over manifest files: ``validate``, ``convert``, ``render``, ``crds``.
 
-Exit codes: 0 success, 1 invalid input or a failed check, 2 usage error. Every problem is printed with
-its file, document index, field path and what is allowed; bad input never ends in a traceback.
+Exit codes (:mod:`dgd.cli.exits`): 0 success, 1 an invalid DGD, 2 usage error or a file that cannot
+be read (missing, not UTF-8, not YAML). Every problem is printed with its file, document index, field
+path and what is allowed; bad input never ends in a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any, TextIO
 
+from dgd.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE, wire
+from dgd.cli.inputs import BadFile, os_problem, read_config, read_manifests, shown, write_output
 from dgd.domain.admission.documents import admit_document
 from dgd.domain.conversion.dgd import ConversionError, dgd_to_v1beta1
 from dgd.domain.crds import crd_files, render_crds_yaml
-from dgd.domain.manifests import ManifestError, dump_manifests, load_manifests
+from dgd.domain.manifests import dump_manifests
 from dgd.domain.render.errors import RenderError
 from dgd.domain.render.offline import InvalidInput, prepare, refusals, render
-from dgd.messages.config import ConfigError, OperatorConfig, load_config
 from dgd.messages.dgd import API_VERSION_V1ALPHA1, KIND
 
-EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+#: ``convert --help``.
+CONVERT = (
+    "Print FILE with every nvidia.com/v1alpha1 DynamoGraphDeployment converted to nvidia.com/v1beta1 "
+    "(v1alpha1-only data kept in the nvidia.com/dgd-spec annotation, as upstream does). Other "
+    "documents are printed unchanged. '-' reads standard input."
+)
+#: ``render --help``.
+RENDER = (
+    "Print, as multi-document YAML in a stable order, the objects the operator would create for "
+    "each DynamoGraphDeployment in FILE ('-' reads standard input): on the Grove pathway the "
+    "PodCliqueSet and its Services and Ingress, on the Component pathway the "
+    "DynamoComponentDeployments. v1alpha1 DGDs are converted first; every DGD is admitted as a "
+    "create, with upstream's webhook defaults applied in memory. Owner references and sync "
+    "bookkeeping annotations are added when the operator writes, so they are not shown. Nothing "
+    "is printed unless every DGD renders."
+)
 
 
 def add_commands(commands: Any) -> None:
@@ -33,39 +51,20 @@ def add_commands(commands: Any) -> None:
             "standard input) as a create: schema, CEL rules and the webhook rules that need no cluster. "
             "v1alpha1 DGDs are converted first and their errors reported at v1alpha1 paths. Documents of "
             "other API groups are skipped; an unknown kind in the nvidia.com group is an error. Rules that "
-            "depend on the workload pathway read the nvidia.com/enable-grove annotation (absent: Grove)."
+            "depend on the workload pathway read the nvidia.com/enable-grove annotation (absent: Grove). "
+            "A file that cannot be read is reported and the others are still checked."
         ),
     )
     validate.add_argument("files", nargs="+", metavar="FILE", help="manifest file, or - for standard input")
     validate.add_argument("-q", "--quiet", action="store_true", help="print only errors and the summary")
-    validate.set_defaults(run=_validate)
+    wire(validate, _validate, ok="every DGD is valid", failed="a DGD is invalid")
 
-    convert = commands.add_parser(
-        "convert",
-        help="convert v1alpha1 DGDs to v1beta1",
-        description=(
-            "Print FILE with every nvidia.com/v1alpha1 DynamoGraphDeployment converted to nvidia.com/v1beta1 "
-            "(v1alpha1-only data kept in the nvidia.com/dgd-spec annotation, as upstream does). Other "
-            "documents are printed unchanged. '-' reads standard input."
-        ),
-    )
-    convert.add_argument("file", metavar="FILE", help="manifest file, or - for standard input")
-    convert.set_defaults(run=_convert)
+    convert = _over_a_file(commands, "convert", "convert v1alpha1 DGDs to v1beta1", CONVERT)
+    wire(convert, _convert, ok="converted", failed="a DGD cannot be converted")
 
-    render = commands.add_parser(
-        "render",
-        help="print the objects the operator would create for DGD manifests",
-        description=(
-            "Print, as multi-document YAML in a stable order, the objects the operator would create for "
-            "each DynamoGraphDeployment in FILE ('-' reads standard input): on the Grove pathway the "
-            "PodCliqueSet and its Services and Ingress, on the Component pathway the "
-            "DynamoComponentDeployments. v1alpha1 DGDs are converted first; every DGD is admitted as a "
-            "create, with upstream's webhook defaults applied in memory. Owner references and sync "
-            "bookkeeping annotations are added when the operator writes, so they are not shown. Nothing "
-            "is printed unless every DGD renders."
-        ),
+    render = _over_a_file(
+        commands, "render", "print the objects the operator would create for DGD manifests", RENDER
     )
-    render.add_argument("file", metavar="FILE", help="manifest file, or - for standard input")
     render.add_argument("--namespace", "-n", metavar="NS", help="namespace the DGDs are created in")
     render.add_argument("--config", metavar="FILE", type=Path, help="operator configuration file (YAML)")
     render.add_argument(
@@ -74,7 +73,7 @@ def add_commands(commands: Any) -> None:
         help="workload pathway (default: as the operator chooses: Grove unless nvidia.com/enable-grove is "
         '"false" or the config disables Grove)',
     )
-    render.set_defaults(run=_render)
+    wire(render, _render, ok="every DGD rendered", failed="a DGD is invalid or cannot be rendered")
 
     crds = commands.add_parser(
         "crds",
@@ -85,41 +84,31 @@ def add_commands(commands: Any) -> None:
         ),
     )
     crds.add_argument("--output-dir", metavar="DIR", type=Path, help="write one file per CRD into DIR")
-    crds.set_defaults(run=_crds)
+    wire(crds, _crds, ok="printed or written")
 
 
-def _read(name: str) -> str:
-    if name == "-":
-        return sys.stdin.read()
-    return Path(name).read_text(encoding="utf-8")
-
-
-def _shown(name: str) -> str:
-    return "<stdin>" if name == "-" else name
-
-
-def _load(name: str, out: TextIO) -> list[Any] | None:
-    """The documents of a manifest file (``-``: standard input), or ``None`` after printing why not."""
-    try:
-        return load_manifests(_read(name))
-    except (OSError, UnicodeDecodeError, ManifestError) as exc:
-        print(f"{_shown(name)}: error: {_reason(exc)}", file=out)
-        return None
+def _over_a_file(commands: Any, name: str, summary: str, description: str) -> argparse.ArgumentParser:
+    """A command over one manifest ``FILE``."""
+    parser: argparse.ArgumentParser = commands.add_parser(name, help=summary, description=description)
+    parser.add_argument("file", metavar="FILE", help="manifest file, or - for standard input")
+    return parser
 
 
 def _validate(args: argparse.Namespace) -> int:
     out: TextIO = sys.stdout
-    counts = {"valid": 0, "invalid": 0, "skipped": 0}
+    counts: Counter[str] = Counter(valid=0, invalid=0, skipped=0)
     for name in args.files:
-        shown = _shown(name)
-        documents = _load(name, out)
-        if documents is None:
-            counts["invalid"] += 1
+        try:
+            documents = read_manifests(name)
+        except BadFile as exc:
+            # Reported like a document's error, and the other files are still checked.
+            print(f"{exc.where}: error: {exc.reason}", file=out)
+            counts["unreadable"] += 1
             continue
         for index, document in enumerate(documents):
             verdict = admit_document(document)
             counts[verdict.outcome] += 1
-            where = f"{shown}#{index} {verdict.label}"
+            where = f"{shown(name)}#{index} {verdict.label}"
             if verdict.outcome == "skipped":
                 if not args.quiet:
                     print(f"{where}: skipped: {verdict.reason}", file=out)
@@ -131,15 +120,18 @@ def _validate(args: argparse.Namespace) -> int:
                     print(f"{where}: warning: {warning}", file=out)
                 if verdict.outcome == "valid":
                     print(f"{where}: valid", file=out)
-    print(f"{counts['valid']} valid, {counts['invalid']} invalid, {counts['skipped']} skipped", file=out)
-    return EXIT_INVALID if counts["invalid"] else EXIT_OK
+    unreadable = f", {counts['unreadable']} unreadable" if counts["unreadable"] else ""
+    print(
+        f"{counts['valid']} valid, {counts['invalid']} invalid, {counts['skipped']} skipped{unreadable}",
+        file=out,
+    )
+    if counts["unreadable"]:
+        return EXIT_USAGE
+    return EXIT_FAILED if counts["invalid"] else EXIT_OK
 
 
 def _convert(args: argparse.Namespace) -> int:
-    shown = _shown(args.file)
-    documents = _load(args.file, sys.stderr)
-    if documents is None:
-        return EXIT_INVALID
+    documents = read_manifests(args.file)
     converted: list[Any] = []
     failed = False
     for index, document in enumerate(documents):
@@ -148,39 +140,34 @@ def _convert(args: argparse.Namespace) -> int:
             try:
                 document = dgd_to_v1beta1(document)
             except ConversionError as exc:
-                print(f"{shown}#{index}: error: {exc}", file=sys.stderr)
+                print(f"{shown(args.file)}#{index}: error: {exc}", file=sys.stderr)
                 failed = True
         converted.append(document)
     if failed:
-        return EXIT_INVALID
+        return EXIT_FAILED
     sys.stdout.write(dump_manifests(converted))
     return EXIT_OK
 
 
 def _render(args: argparse.Namespace) -> int:
-    shown = _shown(args.file)
-    try:
-        config = load_config(args.config.read_text(encoding="utf-8")) if args.config else OperatorConfig()
-    except (OSError, UnicodeDecodeError, ConfigError) as exc:
-        print(f"{args.config}: error: {_reason(exc)}", file=sys.stderr)
-        return EXIT_INVALID
-    documents = _load(args.file, sys.stderr)
-    if documents is None:
-        return EXIT_INVALID
+    config = read_config(args.config)
+    documents = read_manifests(args.file)
     rendered: list[Any] = []
     failed = False
     for index, document in enumerate(documents):
         is_dgd = isinstance(document, dict) and document.get("kind") == KIND
         if not is_dgd:
             kind = document.get("kind") if isinstance(document, dict) else None
-            print(f"{shown}#{index}: skipped: {kind or 'document'} is not a {KIND}", file=sys.stderr)
+            print(
+                f"{shown(args.file)}#{index}: skipped: {kind or 'document'} is not a {KIND}", file=sys.stderr
+            )
             continue
         name = (
             (document.get("metadata") or {}).get("name")
             if isinstance(document.get("metadata"), dict)
             else None
         )
-        where = f"{shown}#{index} {KIND} {name or '<no name>'}"
+        where = f"{shown(args.file)}#{index} {KIND} {name or '<no name>'}"
         try:
             dgd = prepare(document, namespace=args.namespace, config=config, pathway=args.pathway)
             problems = refusals(dgd, config)
@@ -195,7 +182,7 @@ def _render(args: argparse.Namespace) -> int:
             failed = True
             print(f"{where}: error: {exc}", file=sys.stderr)
     if failed:
-        return EXIT_INVALID
+        return EXIT_FAILED
     sys.stdout.write(dump_manifests(rendered))
     return EXIT_OK
 
@@ -206,17 +193,8 @@ def _crds(args: argparse.Namespace) -> int:
         return EXIT_OK
     try:
         args.output_dir.mkdir(parents=True, exist_ok=True)
-        for name, text in crd_files().items():
-            (args.output_dir / name).write_text(text, encoding="utf-8")
     except OSError as exc:
-        print(f"{args.output_dir}: error: {_reason(exc)}", file=sys.stderr)
-        return EXIT_INVALID
+        raise BadFile(f"--output-dir {args.output_dir}", f"cannot be made: {os_problem(exc)}") from None
+    for name, text in crd_files().items():
+        write_output(args.output_dir / name, text.encode("utf-8"), flag="--output-dir")
     return EXIT_OK
-
-
-def _reason(exc: Exception) -> str:
-    if isinstance(exc, OSError):
-        return exc.strerror or str(exc)
-    if isinstance(exc, UnicodeDecodeError):
-        return f"not UTF-8 text ({exc.reason} at byte {exc.start})"
-    return str(exc)

@@ -9,7 +9,8 @@ SVG picture of each DGD's state over time with the faults marked, ``--record`` w
 new trace, ``--timings`` the wall-clock figures (which the report never holds).
 
 Exit 0 when every expectation holds and no invariant breaks, 1 otherwise (each failure is named on
-stderr), 2 for usage errors and traces that cannot be read.
+stderr) or when the simulated cluster refuses the trace, 2 for usage errors and traces that cannot be
+read (missing, not UTF-8, not a trace this release reads: the line is named), 130 when interrupted.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from typing import Any, TextIO
 
 import msgspec
 
+from dgd.cli.exits import EXIT_FAILED, EXIT_OK, Invalid, cluster_problem, log_to_stderr, wire
+from dgd.cli.inputs import BadFile, os_problem, read_text, shown, writable, write_output
 from dgd.cluster.errors import ClusterError
 from dgd.domain.gates import GateError
 from dgd.messages.trace import Trace
@@ -31,9 +34,8 @@ from dgd.sim.report import encode_report, summary
 from dgd.sim.timeline import render_timeline
 from dgd.sim.trace_io import TraceError, read_trace
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-
-_PROG = "dgd-operator sim replay"
+#: The files ``sim replay`` may write, by flag.
+OUTPUTS = ("--report", "--timeline", "--timings", "--record")
 
 
 def add_command(sim_commands: Any) -> None:
@@ -42,8 +44,6 @@ def add_command(sim_commands: Any) -> None:
         "replay",
         help="replay an event trace on the simulated cluster and check its expectations and invariants",
         description=(__doc__ or "").split("\n\n")[1],
-        epilog="Exit codes: 0 every expectation held and no invariant broke, 1 otherwise, 2 usage or "
-        "trace-format error.",
     )
     replay.add_argument("trace", metavar="TRACE", help="trace file (JSON Lines), or - for standard input")
     replay.add_argument("--seed", type=int, metavar="N", help="seed of the run (default: the trace's)")
@@ -52,7 +52,12 @@ def add_command(sim_commands: Any) -> None:
     replay.add_argument("--timings", type=Path, metavar="FILE", help="write wall-clock timings as JSON")
     replay.add_argument("--record", type=Path, metavar="FILE", help="record what happened as a new trace")
     replay.add_argument("--realtime", action="store_true", help="run in real time instead of virtual time")
-    replay.set_defaults(run=_replay)
+    wire(
+        replay,
+        _replay,
+        ok="every expectation held and no invariant broke",
+        failed="an expectation failed or an invariant broke",
+    )
 
 
 class Timings(msgspec.Struct, frozen=True):
@@ -66,16 +71,10 @@ class Timings(msgspec.Struct, frozen=True):
 
 
 def _replay(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.ERROR, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        text = sys.stdin.buffer.read() if args.trace == "-" else Path(args.trace).read_bytes()
-        trace = read_trace(text)
-    except OSError as exc:
-        print(f"{_PROG}: error: {args.trace}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except TraceError as exc:
-        print(f"{_PROG}: error: {args.trace}: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    log_to_stderr(logging.ERROR)
+    trace = _read(args.trace)
+    for flag in OUTPUTS:
+        writable(getattr(args, flag[2:]), flag)
     progress = _Progress(sys.stderr, end_of(trace))
     started = time.perf_counter()
     try:
@@ -83,14 +82,11 @@ def _replay(args: argparse.Namespace) -> int:
             trace, seed=args.seed, realtime=args.realtime, record=args.record, progress=progress
         )
     except GateError as exc:
-        print(f"{_PROG}: error: {args.trace}: the operator cannot start: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        raise Invalid(f"{shown(args.trace)}: the operator cannot start: {exc}") from None
     except ClusterError as exc:
-        print(f"{_PROG}: error: the simulated cluster refused the trace: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        raise Invalid(f"the simulated cluster refused the trace: {cluster_problem(exc)}") from None
     except OSError as exc:
-        print(f"{_PROG}: error: {args.record}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_USAGE
+        raise BadFile(f"--record {args.record}", f"cannot be written: {os_problem(exc)}") from None
     wall = time.perf_counter() - started
     progress.done()
     sys.stdout.write(summary(report))
@@ -100,25 +96,27 @@ def _replay(args: argparse.Namespace) -> int:
         f"({report.virtual_time / wall if wall > 0 else 0:.0f}x)",
         file=sys.stderr,
     )
-    try:
-        _write_outputs(
-            args, trace, report_bytes=encode_report(report), svg=render_timeline(report), wall=wall
-        )
-    except OSError as exc:
-        print(f"{_PROG}: error: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_USAGE
+    _write_outputs(args, trace, report_bytes=encode_report(report), svg=render_timeline(report), wall=wall)
     for failure in report.failures:
         print(failure, file=sys.stderr)
     return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def _read(name: str) -> Trace:
+    """The trace in file ``name`` (``-``: standard input)."""
+    try:
+        return read_trace(read_text(name))
+    except TraceError as exc:
+        raise BadFile(shown(name), str(exc)) from None
 
 
 def _write_outputs(
     args: argparse.Namespace, trace: Trace, *, report_bytes: bytes, svg: str, wall: float
 ) -> None:
     if args.report is not None:
-        args.report.write_bytes(report_bytes)
+        write_output(args.report, report_bytes, flag="--report")
     if args.timeline is not None:
-        args.timeline.write_text(svg, encoding="utf-8")
+        write_output(args.timeline, svg.encode("utf-8"), flag="--timeline")
     if args.timings is not None:
         virtual = end_of(trace)
         timings = Timings(
@@ -128,7 +126,8 @@ def _write_outputs(
             records=len(trace.records),
             records_per_second=round(len(trace.records) / wall, 3) if wall > 0 else 0.0,
         )
-        args.timings.write_bytes(msgspec.json.format(msgspec.json.encode(timings), indent=2) + b"\n")
+        encoded = msgspec.json.format(msgspec.json.encode(timings), indent=2) + b"\n"
+        write_output(args.timings, encoded, flag="--timings")
 
 
 class _Progress:

@@ -5,9 +5,11 @@ a laptop) with leader election on a Lease, Prometheus metrics, liveness and read
 logs and a graceful shutdown on SIGTERM or SIGINT (a second signal exits at once).
 
 Settings come from the flags; a flag left out falls back to the ``--config`` file's key named in
-its help, then to the default shown. Exit codes: 0 stopped on request, 1 the lease was lost, the
-operator failed or the cluster refused to start it (a required feature gate's API missing), 2 usage
-error.
+its help, then to the default shown. Exit codes (:mod:`dgd.cli.exits`): 0 stopped on request
+(SIGTERM or SIGINT), 1 the lease was lost, the operator failed, the cluster could not be reached or
+refused to start it (a required feature gate's API missing), or the config file holds a bad value, 2
+usage error or a file that cannot be read (``--config``, the kubeconfig), 130 interrupted while
+starting.
 
 This module is the command line: it imports ``dgd.daemon`` and, only when it runs, the kube adapter.
 Over 400 lines: every flag of ``run`` with its help, config key and check, as ``--help`` shows them.
@@ -32,6 +34,8 @@ import yaml
 from prometheus_client import disable_created_metrics
 
 from dgd.actors.workers import DEFAULT_WORKERS
+from dgd.cli.exits import EXIT_FAILED, Invalid, Usage, cluster_problem, wire
+from dgd.cli.inputs import check_kubeconfig, parse_config, read_text, writable
 from dgd.cluster.errors import ClusterError
 from dgd.cluster.protocol import Cluster
 from dgd.daemon.lease import LeaseTiming
@@ -40,9 +44,7 @@ from dgd.daemon.metrics import DaemonMetrics
 from dgd.daemon.run import Daemon, DaemonSettings
 from dgd.daemon.servers import AddressError, parse_address
 from dgd.domain.gates import GateError, effective_config, resolve_gates, served_apis
-from dgd.messages.config import RELEASE_NAMESPACE, ConfigError, OperatorConfig, load_config, parse_duration
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+from dgd.messages.config import RELEASE_NAMESPACE, OperatorConfig, parse_duration
 
 #: What a namespace name is (an RFC 1123 label).
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -67,13 +69,17 @@ def add_command(commands: Any) -> None:
         "run",
         help="run the operator against a Kubernetes cluster (the in-cluster daemon)",
         description=DESCRIPTION,
-        epilog="Exit codes: 0 stopped on request, 1 lease lost or operator failed, 2 usage error.",
     )
     _add_cluster_flags(run.add_argument_group("cluster"))
     _add_serving_flags(run.add_argument_group("metrics and probes"))
     _add_election_flags(run.add_argument_group("leader election"))
     _add_process_flags(run.add_argument_group("process"))
-    run.set_defaults(run=_run)
+    wire(
+        run,
+        _run,
+        ok="stopped by SIGTERM or SIGINT",
+        failed="lease lost, operator failed, or the cluster unreachable or refusing to start it",
+    )
 
 
 def _add_cluster_flags(cluster: Any) -> None:
@@ -187,10 +193,6 @@ def _add_process_flags(process: Any) -> None:
     )
 
 
-class Usage(Exception):
-    """Bad flags or configuration: exit 2."""
-
-
 class Options(msgspec.Struct, frozen=True, kw_only=True):
     """Everything ``run`` needs, settled from the flags, the config file and the defaults."""
 
@@ -205,12 +207,10 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def options(args: argparse.Namespace) -> Options:
-    """Settle the flags (see the module); ``Usage`` names the flag or key that is wrong."""
-    text = _read_config(args.config)
-    try:
-        config = load_config(text)
-    except ConfigError as exc:
-        raise Usage(f"{args.config}: {exc}") from exc
+    """Settle the flags (see the module); ``Usage`` names the flag that is wrong, ``Invalid`` the config
+    file's key, ``BadFile`` a file that cannot be read or written."""
+    text = read_text(args.config, flag="--config") if args.config is not None else ""
+    config = parse_config(text, args.config)
     raw = _raw_config(text)
     # Namespace-restricted mode: the flags name the watched namespaces; the config's one key is the
     # switch the operator reads (planner RBAC, validation), so it holds the first of them.
@@ -242,11 +242,15 @@ def options(args: argparse.Namespace) -> Options:
     leader_elect = args.leader_elect if args.leader_elect is not None else configured is not False
     chosen = args.log_format or config.logging.format or "json"
     if chosen not in FORMATS:
-        raise Usage(f"{args.config}: logging.format: {chosen!r} is not one of {', '.join(FORMATS)}")
+        raise Invalid(
+            f"--config {args.config}: logging.format: {chosen!r} is not one of {', '.join(FORMATS)}"
+        )
     log_format: Format = "json" if chosen == "json" else "text"
     log_level = (args.log_level or config.logging.level or "info").lower()
     if log_level not in LEVELS:
-        raise Usage(f"{args.config}: logging.level: {log_level!r} is not one of {', '.join(LEVELS)}")
+        raise Invalid(
+            f"--config {args.config}: logging.level: {log_level!r} is not one of {', '.join(LEVELS)}"
+        )
     if args.qps <= 0 or args.burst <= 0:
         raise Usage("--qps and --burst must be positive")
     if args.max_concurrent_reconciles < 1:
@@ -271,17 +275,8 @@ def options(args: argparse.Namespace) -> Options:
         burst=args.burst,
         log_format=log_format,
         log_level=log_level,
-        record=_record_path(args.record),
+        record=writable(args.record, "--record"),
     )
-
-
-def _read_config(path: Path | None) -> str:
-    if path is None:
-        return ""
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise Usage(f"--config: {path}: {getattr(exc, 'strerror', None) or exc}") from exc
 
 
 def _raw_config(text: str) -> Any:
@@ -297,18 +292,6 @@ def _duration(flag: str, text: str) -> float:
     if seconds <= 0:
         raise Usage(f"{flag}: {text!r} must be positive")
     return seconds
-
-
-def _record_path(path: Path | None) -> Path | None:
-    """``--record``'s file, checked writable now rather than found unwritable at the end."""
-    if path is None:
-        return None
-    try:
-        with path.open("ab"):
-            pass
-    except OSError as exc:
-        raise Usage(f"--record: {path}: {exc.strerror or exc}") from exc
-    return path
 
 
 def _namespace_problem(name: str) -> str:
@@ -333,21 +316,15 @@ def _pod_namespace() -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    try:
-        settled = options(args)
-    except Usage as exc:
-        print(f"dgd-operator run: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    settled = options(args)
+    check_kubeconfig(args.kubeconfig)
     # As controller-runtime's registry: no ``_created`` series beside every counter and histogram.
     disable_created_metrics()  # type: ignore[no-untyped-call]
     metrics = DaemonMetrics()
     configure(settled.log_format, settled.log_level, reconcile_id=metrics.reconcile_id)
-    try:
-        code: int = anyio.run(
-            _main, settled, metrics, backend="asyncio", backend_options={"use_uvloop": True}
-        )
-    except KeyboardInterrupt:
-        return EXIT_FAILED
+    # SIGTERM and SIGINT stop the daemon gracefully once it serves (``_signals``); a SIGINT before
+    # that interrupts the start (``run_command``).
+    code: int = anyio.run(_main, settled, metrics, backend="asyncio", backend_options={"use_uvloop": True})
     return code
 
 
@@ -357,11 +334,9 @@ async def _main(settled: Options, metrics: DaemonMetrics) -> int:
             cluster, election, served = connected
             return await serve(cluster, served, settled, metrics=metrics, election_cluster=election)
     except AdapterMissing as exc:
-        print(f"dgd-operator run: error: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        raise Invalid(str(exc)) from None
     except ClusterError as exc:
-        print(f"dgd-operator run: error: cannot start against the cluster: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        raise Invalid(f"cannot start against the cluster: {cluster_problem(exc)}") from None
 
 
 async def serve(

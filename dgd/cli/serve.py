@@ -9,7 +9,8 @@ otherwise point one at it: ``dgd-operator run --kubeconfig PATH``. ``--write-kub
 writes a kubeconfig for ``kubectl --kubeconfig PATH`` (``--token``: clients must send it).
 
 It prints where it listens and runs until SIGINT or SIGTERM, then exits 0 (1 if the operator
-cannot start, 2 for usage errors). Like ``cli.py``, this module is the command line: it may import
+cannot start or the address cannot be listened on, 2 for usage errors and files that cannot be read,
+130 when interrupted before it serves). Like ``cli.py``, this module is the command line: it may import
 ``dgd.sim`` and the operator's actors.
 """
 
@@ -20,23 +21,24 @@ import contextlib
 import logging
 import random
 import signal
-import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
-import msgspec
 
 from dgd.actors.runtime import ActorSystem, ChildSpec, LoopClock, Supervision, Supervisor
 from dgd.actors.tree import operator_children
 from dgd.actors.workers import DEFAULT_WORKERS, Workers
+from dgd.cli.exits import EXIT_OK, Invalid, Usage, log_to_stderr, wire
+from dgd.cli.inputs import os_problem, read_config, read_world
+from dgd.cli.sim import subcommands
 from dgd.cluster.errors import AlreadyExists
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import DEFAULT_RESOURCES
 from dgd.domain.crds import all_crds
 from dgd.domain.gates import GateError, effective_config, resolve_gates, served_apis
-from dgd.messages.config import ConfigError, OperatorConfig, load_config
+from dgd.messages.config import OperatorConfig
 from dgd.messages.timestamps import wall_clock
 from dgd.sim import WorldSettings
 from dgd.sim import run as run_loop
@@ -50,8 +52,6 @@ from dgd.sim.world.dcd import DCDController
 from dgd.sim.world.grove import GroveController
 from dgd.sim.world.pods import PodLifecycle
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-
 #: Every kind the served cluster stores: the simulation's, and the CRDs that describe them.
 SERVED_RESOURCES = (*DEFAULT_RESOURCES, CUSTOM_RESOURCE_DEFINITION)
 
@@ -61,7 +61,7 @@ HISTORY = 10_000
 
 def add_commands(commands: Any) -> None:
     """Add ``serve`` to the ``sim`` command of the ``dgd-operator`` parser (``cli_sim`` adds ``sim``)."""
-    sim_commands = _subcommands(commands.choices["sim"])
+    sim_commands = subcommands(commands)
     parser = sim_commands.add_parser(
         "serve",
         help="serve a simulated cluster over the Kubernetes API, for kubectl and dgd-operator run",
@@ -71,7 +71,6 @@ def add_commands(commands: Any) -> None:
             "against it in real time, so kubectl and 'dgd-operator run --kubeconfig PATH' can use it. Prints "
             "where it listens; runs until SIGINT or SIGTERM."
         ),
-        epilog="Exit codes: 0 stopped by SIGINT/SIGTERM, 1 the operator cannot start, 2 usage error.",
     )
     parser.add_argument(
         "--port", type=int, default=0, metavar="PORT", help="TCP port to listen on (default 0: any free port)"
@@ -112,51 +111,25 @@ def add_commands(commands: Any) -> None:
         metavar="FILE",
         help="world settings file (YAML: schedule_delay, ready_delay, capacity, namespaces, ...)",
     )
-    parser.set_defaults(run=_serve)
-
-
-def _subcommands(parser: argparse.ArgumentParser) -> Any:
-    """The subcommands action of ``parser`` (argparse keeps no public handle on it)."""
-    return next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
-
-
-class _Usage(Exception):
-    """Unreadable or invalid files: exit 2."""
+    wire(
+        parser,
+        _serve,
+        ok="stopped by SIGINT or SIGTERM",
+        failed="the operator cannot start, or the address cannot be listened on",
+    )
 
 
 def _serve(args: argparse.Namespace) -> int:
-    logging.basicConfig(
-        level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
-    )
-    try:
-        config = load_config(args.config.read_text(encoding="utf-8")) if args.config else OperatorConfig()
-        settings = _settings(args.world)
-    except (OSError, ConfigError, _Usage) as exc:
-        print(f"dgd-operator sim serve: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    log_to_stderr(logging.WARNING)
     if not 0 <= args.port <= 65535:
-        print("dgd-operator sim serve: error: --port must be between 0 and 65535", file=sys.stderr)
-        return EXIT_USAGE
-    server = _Server(args, config, settings)
+        raise Usage(f"--port: {args.port} is not between 0 and 65535")
+    server = _Server(args, read_config(args.config), read_world(args.world))
     try:
         return run_loop(server.main, virtual=False, use_uvloop=True)
     except GateError as exc:
-        print(f"dgd-operator sim serve: error: the operator cannot start: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        raise Invalid(f"the operator cannot start: {exc}") from None
     except OSError as exc:
-        print(
-            f"dgd-operator sim serve: error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr
-        )
-        return EXIT_FAILED
-
-
-def _settings(path: Path | None) -> WorldSettings:
-    if path is None:
-        return WorldSettings()
-    try:
-        return msgspec.yaml.decode(path.read_bytes(), type=WorldSettings)
-    except msgspec.DecodeError as exc:
-        raise _Usage(f"{path}: {exc}") from None
+        raise Invalid(f"cannot listen on {args.host}:{args.port}: {os_problem(exc)}") from None
 
 
 class _Server:

@@ -8,8 +8,10 @@ whenever a row changes (redrawn in place on a terminal), then each DGD's final s
 Time is the simulation's: virtual by default (minutes of cluster time take milliseconds, and the same
 seed replays the same run), real with ``--realtime``. ``--until-ready`` stops as soon as every DGD is
 ``successful`` (or every DGD has settled, successful or failed, for a minute); otherwise the run lasts
-``--timeout`` seconds of cluster time. Exit 0 when every DGD ends ``successful``, 1 otherwise (each
-failed or unready DGD is named with its Ready reason and message), 2 for usage errors.
+``--timeout`` seconds of cluster time. ``-`` reads the manifests from standard input. Exit 0 when
+every DGD ends ``successful``, 1 otherwise (each failed or unready DGD is named with its Ready reason
+and message) or when the input is not objects the simulated cluster accepts, 2 for usage errors and
+files that cannot be read, 130 when interrupted (:mod:`dgd.cli.exits`).
 
 Like ``cli.py``, this module is the command line: it is allowed to import ``dgd.sim``.
 """
@@ -18,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,20 +29,19 @@ import anyio
 import msgspec
 import yaml
 
+from dgd.cli.exits import EXIT_FAILED, EXIT_OK, Invalid, Usage, cluster_problem, log_to_stderr, wire
+from dgd.cli.inputs import read_config, read_manifests, shown, writable, write_output
 from dgd.cli.replay import add_command as add_replay_command
 from dgd.cluster.errors import ClusterError
 from dgd.cluster.resources import DEFAULT_RESOURCES, DGD, EVENT, Resource
 from dgd.domain.conversion.dgd import ConversionError, dgd_to_v1beta1
 from dgd.domain.gates import GateError
-from dgd.domain.manifests import ManifestError, load_manifests
-from dgd.messages.config import ConfigError, OperatorConfig, load_config
+from dgd.messages.config import OperatorConfig
 from dgd.messages.dgd import API_VERSION_V1ALPHA1, KIND, DynamoGraphDeployment
 from dgd.messages.trace import write_trace
 from dgd.sim import SimulatedCluster, WorldSettings, run
 from dgd.sim.operator import simulated_operator
 from dgd.sim.recorder import TraceRecorder
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 #: Cluster seconds every DGD must keep its final state for ``--until-ready`` to stop on a failure.
 SETTLED = 60.0
@@ -61,9 +61,13 @@ def add_commands(commands: Any) -> None:
         "apply",
         help="apply manifests to a simulated cluster and watch the DGDs converge",
         description=(__doc__ or "").split("\n\n")[1],
-        epilog="Exit codes: 0 every DGD successful, 1 a DGD failed or timed out, 2 usage error.",
     )
-    apply.add_argument("files", nargs="+", metavar="FILE", help="manifest file (multi-document YAML or JSON)")
+    apply.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="manifest file (multi-document YAML or JSON), or - for standard input",
+    )
     apply.add_argument("--until-ready", action="store_true", help="stop once every DGD is successful")
     apply.add_argument(
         "--timeout", type=float, default=600.0, metavar="SECONDS", help="cluster seconds to run (default 600)"
@@ -74,74 +78,62 @@ def add_commands(commands: Any) -> None:
     apply.add_argument(
         "--record", metavar="FILE", type=Path, help="record what happened as a trace (see sim replay)"
     )
-    apply.set_defaults(run=_apply)
+    wire(
+        apply,
+        _apply,
+        ok="every DGD successful",
+        failed="a DGD failed or timed out, or the simulated cluster refused the input",
+    )
     add_replay_command(sim_commands)
 
 
-class _Usage(Exception):
-    """Bad arguments or unreadable files: exit 2."""
+def subcommands(commands: Any) -> Any:
+    """The subcommands of ``sim`` in the ``dgd-operator`` subcommands (argparse keeps no public handle)."""
+    sim = commands.choices["sim"]
+    return next(action for action in sim._actions if isinstance(action, argparse._SubParsersAction))
 
 
 def _documents(files: Sequence[str]) -> list[dict[str, Any]]:
+    """Every document of ``files``, v1alpha1 DGDs converted, each in a namespace (``default`` if none)."""
     documents: list[dict[str, Any]] = []
     for name in files:
-        try:
-            loaded = load_manifests(Path(name).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ManifestError) as exc:
-            raise _Usage(f"{name}: {getattr(exc, 'strerror', None) or exc}") from exc
-        for index, document in enumerate(loaded):
+        for index, document in enumerate(read_manifests(name)):
+            where = f"{shown(name)}#{index}"
             if not isinstance(document, dict) or not document.get("kind"):
-                raise _Usage(f"{name}#{index}: not a Kubernetes object")
+                raise Invalid(f"{where}: not a Kubernetes object (it has no kind)")
             if document.get("kind") == KIND and document.get("apiVersion") == API_VERSION_V1ALPHA1:
                 try:
                     document = dgd_to_v1beta1(document)
                 except ConversionError as exc:
-                    raise _Usage(f"{name}#{index}: {exc}") from exc
+                    raise Invalid(f"{where}: {exc}") from None
             metadata = document.setdefault("metadata", {})
             if isinstance(metadata, dict):
                 metadata.setdefault("namespace", "default")
             documents.append(document)
     if not any(d.get("kind") == KIND for d in documents):
-        raise _Usage(f"no {KIND} in {', '.join(files)}")
+        raise Invalid(f"no {KIND} in {', '.join(shown(name) for name in files)}")
     return documents
 
 
 def _apply(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.ERROR, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        config = load_config(args.config.read_text(encoding="utf-8")) if args.config else OperatorConfig()
-        documents = _documents(args.files)
-    except (OSError, ConfigError, _Usage) as exc:
-        print(f"dgd-operator sim apply: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    log_to_stderr(logging.ERROR)
     if args.timeout <= 0:
-        print("dgd-operator sim apply: error: --timeout must be positive", file=sys.stderr)
-        return EXIT_USAGE
+        raise Usage(f"--timeout: {args.timeout:g} must be positive")
     session = _Session(
-        documents,
-        config=config,
+        _documents(args.files),
+        config=read_config(args.config),
         seed=args.seed,
         timeout=args.timeout,
         until_ready=args.until_ready,
-        record=args.record,
+        record=writable(args.record, "--record"),
     )
     try:
         return run(session.main, virtual=not args.realtime)
     except GateError as exc:
-        print(f"dgd-operator sim apply: error: the operator cannot start: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        raise Invalid(f"the operator cannot start: {exc}") from None
     except ClusterError as exc:
         # The simulated API server refused what the files ask it to set up (e.g. a namespace name).
-        refused = f"the simulated cluster refused the input: {exc}"
-        print(f"dgd-operator sim apply: error: {refused}", file=sys.stderr)
-        return EXIT_FAILED
-    except BrokenPipeError:
-        # The reader went away (``| head``): stop quietly, as other command-line tools do.
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
-        return EXIT_FAILED
-    except OSError as exc:
-        print(f"dgd-operator sim apply: error: {args.record}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_USAGE
+        raise Invalid(f"the simulated cluster refused the input: {cluster_problem(exc)}") from None
 
 
 class _Row(msgspec.Struct, frozen=True):
@@ -241,7 +233,7 @@ class _Session:
             code = await self._run(sim)
             if recorder is not None and self._record is not None:
                 listed = (await sim.cluster.client().list(DGD.as_raw())).items
-                self._record.write_bytes(write_trace(recorder.trace(listed)))
+                write_output(self._record, write_trace(recorder.trace(listed)), flag="--record")
             group.cancel_scope.cancel()
         return code
 
@@ -283,7 +275,11 @@ class _Session:
             try:
                 await sim.cluster.create(resource.as_raw(), document)
             except ClusterError as exc:
-                print(f"dgd-operator sim apply: error: {kind} {meta.get('name')}: {exc}", file=sys.stderr)
+                problem = cluster_problem(exc)
+                refused = problem if exc.subject else f"{kind} {meta.get('name')}: {problem}"
+                print(
+                    f"dgd-operator sim apply: error: the simulated cluster refused {refused}", file=sys.stderr
+                )
                 return None
             if kind == KIND:
                 names.append((str(meta["namespace"]), str(meta["name"])))

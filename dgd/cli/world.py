@@ -9,8 +9,9 @@ DynamoCheckpoint job controller, and the scheduler and kubelets of their pods. S
 Each controller runs when its API is served (Grove: the ``grove.io`` group; DCDs and checkpoints:
 their resources answer a list); the pods' always. Time is the wall clock. ``--namespace`` limits
 every controller to one namespace. It runs until SIGINT or SIGTERM, then exits 0 (1 when the API
-server cannot be reached, 2 for usage errors). Like ``cli.py``, this module is the command line: it
-may import ``dgd.sim`` and the kube adapter.
+server cannot be reached, 2 for usage errors and files that cannot be read, 130 when interrupted
+before it runs). Like ``cli.py``, this module is the command line: it may import ``dgd.sim`` and
+the kube adapter.
 """
 
 from __future__ import annotations
@@ -18,14 +19,16 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
-import sys
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import anyio
 import msgspec
 
 from dgd.actors.runtime import ActorSystem, ChildSpec, LoopClock, Supervision, Supervisor
+from dgd.cli.exits import EXIT_OK, Invalid, Usage, cluster_problem, field_problem, log_to_stderr, wire
+from dgd.cli.inputs import check_kubeconfig, read_world
+from dgd.cli.sim import subcommands
 from dgd.cluster.errors import ClusterError, NotFound
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.proxy import ClusterProxy
@@ -41,9 +44,6 @@ from dgd.sim.world.grove import GroveController
 from dgd.sim.world.node import NodeHeartbeat
 from dgd.sim.world.pods import PodLifecycle
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-T = TypeVar("T")
-
 DESCRIPTION = (
     "Run the simulation's world models against a Kubernetes API server, in real time, as kwok does for "
     "nodes: the simulated Grove (when grove.io is served), the DCD controller, the DynamoCheckpoint job "
@@ -54,13 +54,10 @@ DESCRIPTION = (
 
 def add_commands(commands: Any) -> None:
     """Add ``world`` to the ``sim`` command of the ``dgd-operator`` parser (``cli_sim`` adds ``sim``)."""
-    sim = commands.choices["sim"]
-    sim_commands = next(a for a in sim._actions if isinstance(a, argparse._SubParsersAction))
-    parser = sim_commands.add_parser(
+    parser = subcommands(commands).add_parser(
         "world",
         help="run the simulated Grove, DCD, checkpoint and pod controllers against any API server",
         description=DESCRIPTION,
-        epilog="Exit codes: 0 stopped by SIGINT/SIGTERM, 1 the API server cannot be reached, 2 usage error.",
     )
     parser.add_argument(
         "--kubeconfig",
@@ -107,21 +104,12 @@ def add_commands(commands: Any) -> None:
         "--qps", type=float, default=50.0, help="client-side rate limit, requests per second (default 50)"
     )
     parser.add_argument("--burst", type=int, default=100, help="client-side rate limit burst (default 100)")
-    parser.set_defaults(run=_world)
-
-
-class _Usage(Exception):
-    """Unreadable or invalid settings: exit 2."""
+    wire(parser, _world, ok="stopped by SIGINT or SIGTERM", failed="the API server cannot be reached")
 
 
 def settings(args: argparse.Namespace) -> WorldSettings:
     """The world settings: the ``--world`` file's, then each flag given."""
-    base = WorldSettings()
-    if args.world is not None:
-        try:
-            base = msgspec.yaml.decode(args.world.read_bytes(), type=WorldSettings)
-        except (OSError, msgspec.DecodeError) as exc:
-            raise _Usage(f"--world: {args.world}: {exc}") from None
+    base = read_world(args.world)
     changes = {
         field: getattr(args, field)
         for field in ("schedule_delay", "ready_delay", "termination_delay", "checkpoint_delay")
@@ -134,26 +122,21 @@ def settings(args: argparse.Namespace) -> WorldSettings:
     try:
         return msgspec.convert(msgspec.to_builtins(msgspec.structs.replace(base, **changes)), WorldSettings)
     except msgspec.ValidationError as exc:
-        raise _Usage(str(exc)) from None
+        # The file's values were checked already: a flag is wrong.
+        field, _, what = field_problem(str(exc)).partition(": ")
+        raise Usage(f"--{field.replace('_', '-')} {getattr(args, field, '')}: {what}") from None
 
 
 def _world(args: argparse.Namespace) -> int:
-    logging.basicConfig(
-        level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
-    )
-    try:
-        chosen = settings(args)
-    except _Usage as exc:
-        print(f"dgd-operator sim world: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    log_to_stderr(logging.WARNING)
+    chosen = settings(args)
     if args.qps <= 0 or args.burst <= 0:
-        print("dgd-operator sim world: error: --qps and --burst must be positive", file=sys.stderr)
-        return EXIT_USAGE
+        raise Usage("--qps and --burst must be positive")
+    check_kubeconfig(args.kubeconfig)
     try:
         code: int = run_loop(_main, args, chosen, virtual=False, use_uvloop=True)
     except ClusterError as exc:
-        print(f"dgd-operator sim world: error: cannot reach the API server: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        raise Invalid(f"cannot run against the API server: {cluster_problem(exc)}") from None
     return code
 
 

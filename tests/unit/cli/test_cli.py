@@ -105,23 +105,26 @@ def test_validate_dash_reads_standard_input(
         # a corpus file with a duplicate key: the line and column of the problem
         (lambda tmp_path: CORPUS / "yaml-duplicate-key.yaml", "line 11, column 7: duplicate key 'type'"),
         # a path that does not exist: the reason, plainly
-        (lambda tmp_path: tmp_path / "absent.yaml", "No such file or directory"),
+        (lambda tmp_path: tmp_path / "absent.yaml", "no such file"),
     ],
     ids=["yaml-error", "missing-file"],
 )
-def test_validate_reports_a_file_it_cannot_read_as_invalid_with_the_reason_and_no_traceback(
+def test_validate_reports_a_file_it_cannot_read_checks_the_others_and_exits_2(
     given: Callable[[Path], Path], reason: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # given a file that is not YAML or not there
+    # given a file that is not YAML or not there, and a valid one after it
     path = given(tmp_path)
+    valid = EXAMPLES[0]
 
-    # when it is validated
-    code = main(["validate", str(path)])
+    # when both are validated
+    code = main(["validate", str(path), str(valid)])
 
-    # then the file counts as invalid, with the reason and no traceback
+    # then the first is reported with the reason, the second still checked, and the command exits 2
     captured = capsys.readouterr()
-    assert code == 1
-    assert captured.out.splitlines() == [f"{path}: error: {reason}", "0 valid, 1 invalid, 0 skipped"]
+    lines = captured.out.splitlines()
+    assert code == 2
+    assert lines[0] == f"{path}: error: {reason}"
+    assert lines[-1] == "1 valid, 0 invalid, 0 skipped, 1 unreadable"
     assert "Traceback" not in captured.err
 
 

@@ -109,7 +109,7 @@ def test_a_bad_namespace_is_a_usage_error_naming_flag_and_value(
         (["--max-concurrent-reconciles", "0"], "--max-concurrent-reconciles: 0 must be at least 1"),
         (
             ["--record", "/no/such/dir/trace.jsonl"],
-            "--record: /no/such/dir/trace.jsonl: No such file or directory",
+            "--record /no/such/dir/trace.jsonl: the folder /no/such/dir does not exist",
         ),
     ],
 )

@@ -175,21 +175,26 @@ def test_namespace_flag_must_agree_with_the_manifest(
 
 
 @pytest.mark.parametrize(
-    ("config", "message"),
-    [("orchestrators: {grove: {terminationDelay: soon}}", "terminationDelay"), ("a: [", "not valid YAML")],
+    ("config", "code", "message"),
+    [
+        # read, but a value is wrong: invalid input
+        ("orchestrators: {grove: {terminationDelay: soon}}", 1, "terminationDelay"),
+        # not YAML: a file that cannot be read as a configuration, as in every command
+        ("a: [", 2, "not valid YAML"),
+    ],
 )
-def test_bad_config_file_is_an_input_error(
-    config: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_bad_config_file_is_refused_naming_the_problem(
+    config: str, code: int, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, _, err = _render_with_config(tmp_path, capsys, config)
-    assert code == 1
+    exit_code, _, err = _render_with_config(tmp_path, capsys, config)
+    assert exit_code == code
     assert message in err
 
 
-def test_missing_file_is_an_input_error_and_missing_argument_a_usage_error(
+def test_missing_file_and_missing_argument_are_usage_errors(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert _run(capsys, "/nonexistent/dgd.yaml")[0] == 1
+    assert _run(capsys, "/nonexistent/dgd.yaml")[0] == 2
     with pytest.raises(SystemExit) as exited:
         main(["render"])
     assert exited.value.code == 2
