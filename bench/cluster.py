@@ -59,7 +59,7 @@ def named(graph: DynamoGraphDeployment, index: int) -> DynamoGraphDeployment:
 
 
 async def filled(graph: DynamoGraphDeployment, count: int) -> MemoryCluster:
-    cluster = MemoryCluster()
+    cluster = MemoryCluster(namespaces=(NAMESPACE,))
     for index in range(count):
         await cluster.create(DGD, named(graph, index))
     return cluster
@@ -69,7 +69,7 @@ def operations(graph: DynamoGraphDeployment, population: int) -> dict[str, Run]:
     """One timed function per operation: runs ``n`` operations, returns the seconds they took."""
 
     async def create(n: int) -> float:
-        cluster, bodies = MemoryCluster(), [named(graph, index) for index in range(n)]
+        cluster, bodies = MemoryCluster(namespaces=(NAMESPACE,)), [named(graph, index) for index in range(n)]
         start = time.perf_counter()
         for body in bodies:
             await cluster.create(DGD, body)
