@@ -31,9 +31,14 @@ PATIENCE = 120.0
 #: Progress lines, which may be printed before the interruption and read after it.
 PROGRESS = re.compile(r"^(chaos: seed \d+/\d+ done|replayed \d+s of \d+s) ")
 
-pytestmark = pytest.mark.skipif(
-    signal.getsignal(signal.SIGINT) is signal.SIG_IGN,
-    reason="SIGINT is ignored here (a shell started the tests in the background); so it is in children",
+#: Runs the command with SIGINT at its default, as a terminal's shell starts it: a run of the tests started
+#: in the background (CI's, say) inherits SIGINT ignored, and so would the command (``exec`` keeps the
+#: disposition; Python then installs no handler for an ignored signal).
+AS_FROM_A_TERMINAL = (
+    sys.executable,
+    "-c",
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])",
 )
 
 Stream = Literal["stdout", "stderr"]
@@ -44,7 +49,7 @@ class Running:
 
     def __init__(self, *argv: str) -> None:
         self.process = subprocess.Popen(
-            [str(EXECUTABLE), *argv],
+            [*AS_FROM_A_TERMINAL, str(EXECUTABLE), *argv],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
