@@ -49,6 +49,19 @@ def cm(name: str = "cm", **data: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
 
 
+def json_patch_of_a_config_map(op: str, value: str) -> list[Call]:
+    """A ConfigMap ``cm`` with ``a: "1"`` created, then one JSON-patch operation ``op`` on ``/data/a``."""
+    return [
+        Call("POST", CONFIG_MAPS, body=cm(a="1")),
+        Call(
+            "PATCH",
+            CONFIG_MAPS + "/cm",
+            body=[{"op": op, "path": "/data/a", "value": value}],
+            content_type="application/json-patch+json",
+        ),
+    ]
+
+
 @dataclass(frozen=True)
 class Call:
     """One request: method, path (``{ns}`` is the case's namespace), query, body and content type."""
@@ -194,27 +207,11 @@ CASES: list[Any] = [
     ),
     (
         "a JSON patch that replaces a value",
-        [
-            Call("POST", CONFIG_MAPS, body=cm(a="1")),
-            Call(
-                "PATCH",
-                CONFIG_MAPS + "/cm",
-                body=[{"op": "replace", "path": "/data/a", "value": "2"}],
-                content_type="application/json-patch+json",
-            ),
-        ],
+        json_patch_of_a_config_map("replace", "2"),
     ),
     (
         "a JSON patch whose test fails",
-        [
-            Call("POST", CONFIG_MAPS, body=cm(a="1")),
-            Call(
-                "PATCH",
-                CONFIG_MAPS + "/cm",
-                body=[{"op": "test", "path": "/data/a", "value": "9"}],
-                content_type="application/json-patch+json",
-            ),
-        ],
+        json_patch_of_a_config_map("test", "9"),
     ),
     (
         "a server-side apply that creates",
