@@ -81,6 +81,10 @@ class Reconciler(Actor[Nudge]):
 
     async def on_stop(self) -> None:
         self._cancel_timer()
+        # Stopped because its object is gone (the router stops it then): its backoff goes too, so the
+        # ledger does not keep an entry for every object that was deleted while failing.
+        if self._intent() is None:
+            self._retries.succeeded(self._key)
 
     @contextmanager
     def _reporting(self) -> Iterator[Report]:

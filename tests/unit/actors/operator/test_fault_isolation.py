@@ -9,11 +9,14 @@ from typing import Any
 import anyio
 import pytest
 
+from dgd.actors import tree
 from dgd.actors.cache import Cache
 from dgd.actors.children.restart import RestartResolver
 from dgd.actors.dgd import DGDActor
 from dgd.actors.programs.grove import GroveProgram
+from dgd.actors.retries import Retries
 from dgd.actors.runtime import CountingMetrics
+from dgd.cluster.errors import NotFound
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.resources import DGD, DGDSA, PCLQ, PCSG
 from dgd.domain.events import INTERNAL_ERROR
@@ -244,3 +247,29 @@ async def test_a_crashed_step_reads_as_a_sentence_in_the_status(monkeypatch: pyt
         message = dgd.status.conditions[0].message
         assert "an internal step of the operator did not complete; it is retried" in message
         assert "/operator" not in message and "KeyError" not in message and "crashed" not in message
+
+
+async def test_a_failing_dgd_that_is_deleted_leaves_no_backoff_behind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    retries = Retries()
+    monkeypatch.setattr(tree, "Retries", lambda: retries)
+
+    async def failing(self: DGDActor, dgd: DynamoGraphDeployment) -> DynamoGraphDeployment:
+        raise KeyError("workload-provider")
+
+    # Before the finalizer is added: the deletion then needs no reconcile to succeed.
+    monkeypatch.setattr(DGDActor, "_adopt_provider", failing)
+    async with running_operator() as op:
+        # given a DGD whose reconciles fail, backing off
+        await op.apply(manifest())
+        assert retries.failures(f"{NS}/demo") >= 1
+
+        # when it is deleted, and its actor stopped, while it backs off
+        await op.cluster.delete(DGD.key(NS, "demo"))
+        await op.advance(1)
+
+        # then the DGD is gone, and so is its entry in the backoff ledger
+        with pytest.raises(NotFound):
+            await op.dgd()
+        assert retries.failures(f"{NS}/demo") == 0
