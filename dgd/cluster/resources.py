@@ -15,6 +15,7 @@ from typing import Any, Generic, TypeVar, cast
 
 import msgspec
 
+from dgd.cluster.lenient import convert_leniently, log_dropped
 from dgd.messages import dcd, dgd, dgdsa, grove
 from dgd.messages.base import JSONObject, Model
 from dgd.messages.meta import Event
@@ -72,6 +73,9 @@ class Resource(msgspec.Struct, Generic[T], frozen=True, kw_only=True):
     generation: bool = True
     #: Served by a CustomResourceDefinition: an update (PUT) must carry the resourceVersion it read.
     custom: bool = False
+    #: Another project's kind: a field our model refuses is dropped, not the object
+    #: (``dgd.cluster.lenient``).
+    lenient: bool = False
 
     @property
     def api_version(self) -> str:
@@ -104,13 +108,19 @@ class Resource(msgspec.Struct, Generic[T], frozen=True, kw_only=True):
             scale=self.scale,
             generation=self.generation,
             custom=self.custom,
+            lenient=self.lenient,
         )
 
     def decode(self, data: bytes) -> T:
         """An object of this resource from its stored JSON: a fresh Struct, or a fresh dict."""
         if self.raw or self.model is None:
             return cast(T, msgspec.json.decode(data))
-        return cast(T, msgspec.json.decode(data, type=self.model))
+        try:
+            return cast(T, msgspec.json.decode(data, type=self.model))
+        except msgspec.ValidationError:
+            if not self.lenient:
+                raise
+        return self._leniently(msgspec.json.decode(data))
 
     def decode_or_reject(self, data: bytes) -> T | Rejected:
         """``decode``, or what the model refuses in ``data`` (JSON that is not an object of this kind
@@ -125,9 +135,19 @@ class Resource(msgspec.Struct, Generic[T], frozen=True, kw_only=True):
         if self.raw or self.model is None:
             return cast(T, item)
         try:
+            if self.lenient:
+                return self._leniently(item)
             return cast(T, msgspec.convert(item, self.model))
         except msgspec.ValidationError as error:
             return rejected(msgspec.convert(item, _Identified), error)
+
+    def _leniently(self, item: JSONObject) -> T:
+        assert self.model is not None
+        obj, dropped = convert_leniently(item, self.model)
+        if dropped:
+            meta = obj.metadata  # type: ignore[attr-defined]
+            log_dropped(self.kind, meta.namespace, meta.name or "", tuple(dropped))
+        return cast(T, obj)
 
     def __str__(self) -> str:
         return f"{self.plural}.{self.group}" if self.group else self.plural
@@ -164,9 +184,14 @@ def _modelled(model: type[Model], api_version: str, plural: str, **options: Any)
 
 
 def _ours(
-    model: type[Model], api_version: str, plural: str, scale: ScalePaths | None = None
+    model: type[Model],
+    api_version: str,
+    plural: str,
+    scale: ScalePaths | None = None,
+    *,
+    lenient: bool = False,
 ) -> Resource[Any]:
-    return _modelled(model, api_version, plural, status=True, scale=scale, custom=True)
+    return _modelled(model, api_version, plural, status=True, scale=scale, custom=True, lenient=lenient)
 
 
 # Our kinds: decoded to the Structs of dgd.messages, served by their CRDs with a status subresource
@@ -182,12 +207,15 @@ DCD: Resource[dcd.DynamoComponentDeployment] = _ours(
 DGDSA: Resource[dgdsa.DynamoGraphDeploymentScalingAdapter] = _ours(
     dgdsa.DynamoGraphDeploymentScalingAdapter, dgdsa.API_VERSION, dgdsa.PLURAL, _SELECTOR
 )
+# Grove's kinds are Grove's: read leniently, so a newer Grove's field shapes hide no object.
 PCS: Resource[grove.PodCliqueSet] = _ours(
-    grove.PodCliqueSet, grove.API_VERSION, grove.PCS_PLURAL, _HPA_SELECTOR
+    grove.PodCliqueSet, grove.API_VERSION, grove.PCS_PLURAL, _HPA_SELECTOR, lenient=True
 )
-PCLQ: Resource[grove.PodClique] = _ours(grove.PodClique, grove.API_VERSION, grove.PCLQ_PLURAL, _HPA_SELECTOR)
+PCLQ: Resource[grove.PodClique] = _ours(
+    grove.PodClique, grove.API_VERSION, grove.PCLQ_PLURAL, _HPA_SELECTOR, lenient=True
+)
 PCSG: Resource[grove.PodCliqueScalingGroup] = _ours(
-    grove.PodCliqueScalingGroup, grove.API_VERSION, grove.PCSG_PLURAL, _SELECTOR
+    grove.PodCliqueScalingGroup, grove.API_VERSION, grove.PCSG_PLURAL, _SELECTOR, lenient=True
 )
 EVENT: Resource[Event] = _modelled(Event, "events.k8s.io/v1", "events", has_spec=False, generation=False)
 

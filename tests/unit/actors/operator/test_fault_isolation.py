@@ -16,9 +16,11 @@ from dgd.actors.dgd import DGDActor
 from dgd.actors.programs.grove import GroveProgram
 from dgd.actors.retries import Retries
 from dgd.actors.runtime import CountingMetrics
-from dgd.cluster.errors import NotFound
+from dgd.actors.workers import Workers
+from dgd.cluster.errors import NotFound, ServerError
+from dgd.cluster.memory import server as server_module
 from dgd.cluster.memory.adapter import MemoryCluster
-from dgd.cluster.resources import DGD, DGDSA, PCLQ, PCSG
+from dgd.cluster.resources import DGD, DGDSA, PCLQ, PCS, PCSG
 from dgd.domain.events import INTERNAL_ERROR
 from dgd.domain.projection import FAILED_TO_RECONCILE
 from dgd.messages.dgd import DynamoGraphDeployment
@@ -273,3 +275,55 @@ async def test_a_failing_dgd_that_is_deleted_leaves_no_backoff_behind(
         with pytest.raises(NotFound):
             await op.dgd()
         assert retries.failures(f"{NS}/demo") == 0
+
+
+async def test_an_events_api_that_never_answers_holds_no_reconcile(monkeypatch: pytest.MonkeyPatch) -> None:
+    posting, released = anyio.Event(), anyio.Event()
+
+    async def hanging_emit(self: MemoryCluster, event: Any) -> Any:
+        posting.set()
+        await released.wait()  # an API server that takes the Event and never answers
+        raise ServerError("the API server went away")
+
+    monkeypatch.setattr(MemoryCluster, "emit", hanging_emit)
+    # given one reconcile worker, so a reconcile held by an event would hold every other one
+    async with running_operator(workers=Workers(1)) as op:
+        try:
+            # when two DGDs are applied one after the other, each with events to record
+            await op.apply(manifest(name="first"))
+            await op.apply(manifest())
+            for name in ("first", "demo"):
+                await op.grove_accepts(name)
+                await op.grove_realizes(name)
+            done = {name: (await op.dgd(name)).status for name in ("first", "demo")}
+        finally:
+            released.set()  # else the operator could not stop
+
+        # then an event was being posted, and still both DGDs were reconciled to successful
+        assert posting.is_set()
+        assert {name: status.state if status else None for name, status in done.items()} == {
+            "first": "successful",
+            "demo": "successful",
+        }
+
+
+async def test_a_pod_clique_set_from_a_newer_grove_is_still_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    async with running_operator() as op:
+        # given a reconciled DGD whose PodCliqueSet a newer Grove gives status fields of shapes our
+        # model does not know (a new pod-gang phase; last errors as a string): admitted by its CRD
+        await op.apply(manifest())
+        await op.grove_accepts()
+        monkeypatch.setattr(server_module, "validate", lambda resource, data: None)
+        raw = PCS.as_raw()
+        live = await op.cluster.get(raw.key(NS, "demo"))
+        newer = {"podGangStatuses": [{"name": "demo-0", "phase": "Preempted"}], "lastErrors": "quota"}
+        await op.cluster.replace_status(raw, {**live, "status": {**live["status"], **newer}})
+        monkeypatch.undo()
+
+        # when Grove makes its cliques ready
+        await op.grove_realizes()
+
+        # then the operator still sees the set (without the two fields) and the DGD is successful
+        seen = op.cache.get(PCS, NS, "demo")
+        assert seen is not None and seen.status is not None and seen.status.last_errors is None
+        assert (await op.dgd()).status.state == "successful"  # type: ignore[union-attr]
