@@ -10,6 +10,7 @@ a blocked loop fails the liveness probe by not answering it.
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
@@ -44,10 +45,13 @@ class Server:
         self.port = port
 
     @classmethod
-    async def start(cls, app: web.Application, host: str | None, port: int) -> Server:
+    async def start(
+        cls, app: web.Application, host: str | None, port: int, *, tls: ssl.SSLContext | None = None
+    ) -> Server:
+        """Serve ``app`` on ``host:port`` (HTTPS with ``tls``)."""
         runner = web.AppRunner(app, handle_signals=False, access_log=None)
         await runner.setup()
-        site = web.TCPSite(runner, host, port, reuse_address=True)
+        site = web.TCPSite(runner, host, port, reuse_address=True, ssl_context=tls)
         try:
             await site.start()
         except BaseException:

@@ -1,0 +1,167 @@
+"""The admission webhooks' answers (supplement §4), as pure functions of the API server's requests.
+
+Each handler takes an ``AdmissionRequest`` and the operator's ``AdmissionSettings`` and returns the
+``AdmissionResponse``; serving them over HTTPS is the daemon's business (``dgd.daemon.webhooks``),
+and the simulation calls the same functions. What each answers:
+
+* **DGD defaulting** (``mutate_dgd``): supplement §4.2 — the provider annotation and origin version
+  on create, override targets, ``replicas`` and (Grove) ``minAvailable`` — as a JSON patch of what
+  changed, nothing else;
+* **DGD validation** (``validate_dgd``): §4.4 on create and §4.5 on update, every independent error
+  at once, refused with the API server's own shape (422 ``Invalid``: ``DynamoGraphDeployment.nvidia.com
+  "<name>" is invalid: [<path>: <message>, …]``, one cause per field), warnings as warnings;
+* DCD defaulting and validation, DynamoCheckpoint validation, the pod checkpoint-restore mutator
+  (§4.7).
+
+Every DGD and DCD handler first checks that it is called with v1beta1 (§4.1): anything else means the
+webhook or the CRD's conversion is misconfigured, and is refused saying so.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+
+import msgspec
+
+from dgd.domain.admission.defaulting import default_dgd
+from dgd.domain.admission.errors import FieldError
+from dgd.domain.admission.json_patch import diff
+from dgd.domain.admission.validation import Verdict, admit
+from dgd.messages.admission import AdmissionRequest, AdmissionResponse, Status
+from dgd.messages.base import JSONObject
+from dgd.messages.config import COMPATIBLE_UPSTREAM_VERSION
+from dgd.messages.dgd import DynamoGraphDeployment
+
+GROUP = "nvidia.com"
+V1BETA1 = "v1beta1"
+
+
+class AdmissionSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """What admission depends on besides the request: the Grove gate, the version written as the
+    origin of new DGDs, the operator's own principal (``system:serviceaccount:NS:NAME``, or the user
+    its credentials authenticate as; ``None``: unknown) and the checkpoint gate."""
+
+    grove_enabled: bool = True
+    operator_version: str = COMPATIBLE_UPSTREAM_VERSION
+    operator_principal: str | None = None
+    checkpoint_enabled: bool = False
+
+
+Handler = Callable[[AdmissionRequest, AdmissionSettings], AdmissionResponse]
+
+
+def allowed(
+    request: AdmissionRequest, *, warnings: Sequence[str] = (), patch: list[JSONObject] | None = None
+) -> AdmissionResponse:
+    """Admit the request, with warnings and (a mutating webhook's) changes."""
+    return AdmissionResponse(
+        uid=request.uid,
+        allowed=True,
+        patch=json.dumps(patch).encode() if patch else None,  # base64 on the wire: msgspec encodes bytes so
+        patch_type="JSONPatch" if patch else None,
+        warnings=list(warnings) or None,
+    )
+
+
+def refused(
+    request: AdmissionRequest, code: int, reason: str, message: str, **details: object
+) -> AdmissionResponse:
+    """Refuse the request with an HTTP ``code``, a reason word and a message."""
+    return AdmissionResponse(
+        uid=request.uid,
+        allowed=False,
+        status=Status(code=code, reason=reason, message=message, details=dict(details) or None),
+    )
+
+
+def invalid(
+    request: AdmissionRequest, kind: str, errors: Sequence[FieldError], warnings: Sequence[FieldError] = ()
+) -> AdmissionResponse:
+    """Refuse as the API server refuses an invalid object: 422, reason ``Invalid``, one cause per error."""
+    name = request.name or _name(request.object) or ""
+    listed = [str(error) for error in errors]
+    body = listed[0] if len(listed) == 1 else "[" + ", ".join(listed) + "]"
+    response = refused(
+        request,
+        422,
+        "Invalid",
+        f'{kind}.{GROUP} "{name}" is invalid: {body}',
+        name=name,
+        group=GROUP,
+        kind=kind,
+        causes=[{"reason": "FieldValueInvalid", "field": e.path, "message": e.message} for e in errors],
+    )
+    return msgspec.structs.replace(response, warnings=[str(w) for w in warnings] or None)
+
+
+def _name(obj: JSONObject | None) -> str | None:
+    metadata = (obj or {}).get("metadata")
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    return name if isinstance(name, str) else None
+
+
+def wrong_version(request: AdmissionRequest) -> AdmissionResponse | None:
+    """The refusal of a DGD or DCD request that does not come as v1beta1 (§4.1), else ``None``."""
+    kind = request.kind
+    if (kind.group, kind.version) == (GROUP, V1BETA1):
+        return None
+    got = (
+        f"{kind.group}/{kind.version}, Kind={kind.kind}"
+        if kind.group
+        else f"{kind.version}, Kind={kind.kind}"
+    )
+    return refused(
+        request,
+        400,
+        "BadRequest",
+        f"admission requires {GROUP}/{V1BETA1}, Kind={kind.kind}, got {got}; "
+        "check webhook and CRD conversion configuration",
+    )
+
+
+def _decoded(request: AdmissionRequest) -> DynamoGraphDeployment | AdmissionResponse:
+    """The request's DGD, or the refusal of what is not one (naming the field our model refuses)."""
+    try:
+        return msgspec.convert(request.object, DynamoGraphDeployment)
+    except msgspec.ValidationError as error:
+        return refused(request, 400, "BadRequest", f"the object is not a DynamoGraphDeployment: {error}")
+
+
+def mutate_dgd(request: AdmissionRequest, settings: AdmissionSettings) -> AdmissionResponse:
+    """DGD defaulting (§4.2): a JSON patch of what the defaults change, on CREATE and UPDATE."""
+    if request.operation not in ("CREATE", "UPDATE") or request.object is None:
+        return allowed(request)
+    problem = wrong_version(request)
+    if problem is not None:
+        return problem
+    dgd = _decoded(request)
+    if isinstance(dgd, AdmissionResponse):
+        return dgd
+    defaulted = default_dgd(
+        dgd,
+        grove_enabled=settings.grove_enabled,
+        operator_version=settings.operator_version,
+        create=request.operation == "CREATE",
+    )
+    return allowed(request, patch=diff(msgspec.to_builtins(dgd), msgspec.to_builtins(defaulted)))
+
+
+def validate_dgd(request: AdmissionRequest, settings: AdmissionSettings) -> AdmissionResponse:
+    """DGD validation: §4.4 on CREATE (every error at once; warnings as warnings)."""
+    if request.operation != "CREATE" or request.object is None:
+        return allowed(request)
+    problem = wrong_version(request)
+    if problem is not None:
+        return problem
+    verdict = admit(
+        request.object, grove_enabled=settings.grove_enabled, operator_version=settings.operator_version
+    )
+    return answer(request, "DynamoGraphDeployment", verdict)
+
+
+def answer(request: AdmissionRequest, kind: str, verdict: Verdict) -> AdmissionResponse:
+    """The response to a verdict: refused with every error, or allowed with every warning."""
+    if verdict.errors:
+        return invalid(request, kind, verdict.errors, verdict.warnings)
+    return allowed(request, warnings=[str(w) for w in verdict.warnings])
