@@ -18,6 +18,7 @@ Over 400 lines: every flag of ``run`` with its help, config key and check, as ``
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import re
 import signal
@@ -38,6 +39,7 @@ from dgd.cli.exits import EXIT_FAILED, Invalid, Usage, cluster_problem, wire
 from dgd.cli.inputs import check_kubeconfig, parse_config, read_text, writable
 from dgd.cluster.errors import ClusterError
 from dgd.cluster.protocol import Cluster
+from dgd.daemon.admission import REGISTRATIONS, Registration, WebhookSettings
 from dgd.daemon.lease import LeaseTiming
 from dgd.daemon.logs import FORMATS, LEVELS, Format, configure
 from dgd.daemon.metrics import DaemonMetrics
@@ -72,6 +74,7 @@ def add_command(commands: Any) -> None:
     )
     _add_cluster_flags(run.add_argument_group("cluster"))
     _add_serving_flags(run.add_argument_group("metrics and probes"))
+    _add_webhook_flags(run.add_argument_group("admission and conversion webhooks"))
     _add_election_flags(run.add_argument_group("leader election"))
     _add_process_flags(run.add_argument_group("process"))
     wire(
@@ -123,6 +126,48 @@ def _add_serving_flags(serving: Any) -> None:
         metavar="[HOST]:PORT",
         help="where /healthz and /readyz are served, 0 to turn them off "
         "(config: server.healthProbe; default :8081)",
+    )
+
+
+def _add_webhook_flags(webhooks: Any) -> None:
+    webhooks.add_argument(
+        "--webhook-addr",
+        default=":9443",
+        metavar="[HOST]:PORT",
+        help="where the admission and conversion webhooks are served over HTTPS, by every replica; 0 to "
+        "turn them off (default :9443)",
+    )
+    webhooks.add_argument(
+        "--webhook-cert-dir",
+        metavar="DIR",
+        help="serve the certificate in DIR/tls.crt and DIR/tls.key (CA bundle: DIR/ca.crt, optional), "
+        "managed by someone else (cert-manager) and re-read when it changes; default: the operator "
+        "makes its own CA and certificate and keeps them in --webhook-secret",
+    )
+    webhooks.add_argument(
+        "--webhook-secret",
+        metavar="NS/NAME",
+        help="the Secret that keeps the operator's own certificates, shared by the replicas "
+        f"(default: the lease's namespace/{WebhookSettings().secret_name})",
+    )
+    webhooks.add_argument(
+        "--webhook-register",
+        choices=REGISTRATIONS,
+        help="how the leader registers the webhooks with the API server: service (the chart's Service, "
+        "--webhook-service), url (https://HOST:PORT of --webhook-addr, whose HOST must be an IP address "
+        "the API server can reach), none (someone else does); default service in a pod, none outside",
+    )
+    webhooks.add_argument(
+        "--webhook-service",
+        metavar="NS/NAME",
+        help="the webhook Service for service registration "
+        f"(default: the lease's namespace/{WebhookSettings().service_name})",
+    )
+    webhooks.add_argument(
+        "--operator-principal",
+        metavar="USER",
+        help="the user this operator writes as, exempt from the rules admission waives for it "
+        "(default: who the API server says its credentials are, asked with a SelfSubjectReview)",
     )
 
 
@@ -255,17 +300,19 @@ def options(args: argparse.Namespace) -> Options:
         raise Usage("--qps and --burst must be positive")
     if args.max_concurrent_reconciles < 1:
         raise Usage(f"--max-concurrent-reconciles: {args.max_concurrent_reconciles} must be at least 1")
+    lease_namespace = args.lease_namespace or config.leader_election.namespace or _pod_namespace()
     settings = DaemonSettings(
         instance=args.instance or f"{socket.gethostname()}-{os.getpid()}",
         metrics_address=metrics,
         probe_address=probes,
         leader_elect=leader_elect,
         lease_name=args.lease_name or config.leader_election.id or DEFAULT_LEASE_NAME,
-        lease_namespace=args.lease_namespace or config.leader_election.namespace or _pod_namespace(),
+        lease_namespace=lease_namespace,
         timing=timing,
         shutdown_timeout=shutdown,
         namespaces=namespaces,
         max_concurrent_reconciles=args.max_concurrent_reconciles,
+        webhooks=_webhooks(args, lease_namespace),
     )
     return Options(
         config=config,
@@ -277,6 +324,55 @@ def options(args: argparse.Namespace) -> Options:
         log_level=log_level,
         record=writable(args.record, "--record"),
     )
+
+
+def _webhooks(args: argparse.Namespace, namespace: str) -> WebhookSettings | None:
+    """The webhook flags settled (``None``: ``--webhook-addr 0``)."""
+    try:
+        where = parse_address(args.webhook_addr)
+    except AddressError as exc:
+        raise Usage(f"--webhook-addr: {exc}") from exc
+    if where is None:
+        return None
+    register: Registration = args.webhook_register or ("service" if POD_NAMESPACE_FILE.exists() else "none")
+    if register == "url":
+        try:
+            ipaddress.ip_address(where[0] or "")
+        except ValueError:
+            raise Usage(
+                f"--webhook-register url: --webhook-addr {args.webhook_addr!r} needs an IP address the API "
+                "server can reach as its HOST (for example 127.0.0.1:9443), not a name or every interface"
+            ) from None
+    defaults = WebhookSettings()
+    secret_ns, secret_name = _object_name(
+        "--webhook-secret", args.webhook_secret, namespace, defaults.secret_name
+    )
+    service_ns, service_name = _object_name(
+        "--webhook-service", args.webhook_service, namespace, defaults.service_name
+    )
+    if args.webhook_cert_dir is not None and not Path(args.webhook_cert_dir).is_dir():
+        raise Usage(f"--webhook-cert-dir: {args.webhook_cert_dir!r} is not a directory")
+    return WebhookSettings(
+        address=args.webhook_addr,
+        cert_dir=args.webhook_cert_dir,
+        secret_namespace=secret_ns,
+        secret_name=secret_name,
+        register=register,
+        service_namespace=service_ns,
+        service_name=service_name,
+        operator_principal=args.operator_principal or None,
+    )
+
+
+def _object_name(flag: str, text: str | None, namespace: str, name: str) -> tuple[str, str]:
+    """``NS/NAME`` of a flag, or the defaults."""
+    if text is None:
+        return namespace, name
+    ns, sep, given = text.partition("/")
+    problem = _namespace_problem(ns) if sep else "is not NS/NAME"
+    if problem or not given:
+        raise Usage(f"{flag}: {text!r} must be NAMESPACE/NAME (for example {namespace}/{name})")
+    return ns, given
 
 
 def _raw_config(text: str) -> Any:

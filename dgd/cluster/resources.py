@@ -251,6 +251,25 @@ LEASE = _raw("coordination.k8s.io/v1", "Lease", "leases", generation=False)
 #: Only ``sim world`` writes Nodes: the simulated kubelet's node, on a real cluster without kubelets.
 NODE = _raw("v1", "Node", "nodes", namespaced=False, status=True, generation=False)
 
+# Kinds only the daemon's webhook registration touches (not served by the memory server).
+_CLUSTER_SCOPED = {"namespaced": False, "has_spec": False, "generation": False}
+MUTATING_WEBHOOK_CONFIGURATION = _raw(
+    "admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations",
+    **_CLUSTER_SCOPED,
+)  # fmt: skip
+VALIDATING_WEBHOOK_CONFIGURATION = _raw(
+    "admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations",
+    **_CLUSTER_SCOPED,
+)  # fmt: skip
+CRD = _raw(
+    "apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", namespaced=False,
+    status=True,
+)  # fmt: skip
+#: Who the client is, as the API server authenticated it (a create answers with it; nothing is stored).
+SELF_SUBJECT_REVIEW = _raw(
+    "authentication.k8s.io/v1", "SelfSubjectReview", "selfsubjectreviews", **_CLUSTER_SCOPED
+)
+
 #: Every kind the operator and the simulation touch.
 DEFAULT_RESOURCES: tuple[Resource[Any], ...] = (
     DGD,

@@ -150,3 +150,19 @@ def issue(
 def expiry(cert: bytes) -> float:
     """When the first certificate in ``cert`` (PEM) expires, in seconds since the epoch."""
     return x509.load_pem_x509_certificate(cert).not_valid_after_utc.timestamp()
+
+
+def issued_at(cert: bytes) -> float:
+    """When the first certificate in ``cert`` (PEM) became valid, in seconds since the epoch."""
+    return x509.load_pem_x509_certificate(cert).not_valid_before_utc.timestamp()
+
+
+def names_addresses(cert: bytes, addresses: Sequence[str]) -> bool:
+    """Whether the certificate's IP SANs include every one of ``addresses``."""
+    loaded = x509.load_pem_x509_certificate(cert)
+    try:
+        names = loaded.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return False
+    held = {str(address) for address in names.get_values_for_type(x509.IPAddress)}
+    return {str(ipaddress.ip_address(address)) for address in addresses} <= held

@@ -39,6 +39,7 @@ from dgd.actors.runtime import ActorSystem, Clock, LoopClock
 from dgd.actors.tree import operator_children, watched
 from dgd.actors.workers import DEFAULT_WORKERS, Workers
 from dgd.cluster.protocol import Cluster
+from dgd.daemon.admission import WebhookService, WebhookSettings
 from dgd.daemon.election import LeaderElector
 from dgd.daemon.lease import LeaseTiming
 from dgd.daemon.metrics import DaemonMetrics
@@ -46,6 +47,7 @@ from dgd.daemon.probes import Health, Role
 from dgd.daemon.rest_client import Fence, InstrumentedCluster
 from dgd.daemon.servers import Server, metrics_app, parse_address, probes_app
 from dgd.daemon.ssh_keys import SecureKeys
+from dgd.domain.admission.webhooks import CONVERTER, AdmissionSettings
 from dgd.domain.render.ssh_keys import KeySource
 from dgd.messages.config import RELEASE_NAMESPACE, OperatorConfig
 
@@ -73,6 +75,8 @@ class DaemonSettings(msgspec.Struct, frozen=True, kw_only=True):
     namespaces: tuple[str, ...] = ()
     #: How many DGD reconciles run at once (the others wait their turn, first come first served).
     max_concurrent_reconciles: int = DEFAULT_WORKERS
+    #: The admission and conversion webhooks (``None``: not served).
+    webhooks: WebhookSettings | None = None
 
 
 class Daemon:
@@ -119,6 +123,20 @@ class Daemon:
         self.system: ActorSystem | None = None
         #: Hears users' changes while the operator runs (``run --record``); saved when it ends.
         self.recorder = recorder
+        self.webhooks: WebhookService | None = None
+        if settings.webhooks is not None:
+            self.webhooks = WebhookService(
+                cluster,
+                settings.webhooks,
+                AdmissionSettings(
+                    grove_enabled=bool(config.orchestrators.grove.enabled),
+                    operator_principal=settings.webhooks.operator_principal,
+                    checkpoint_enabled=config.checkpoint.enabled,
+                ),
+                restricted=config.namespace.restricted or None,
+                wall=wall,
+                converter=CONVERTER,
+            )
 
     def stop(self) -> None:
         """Ask for a graceful stop (idempotent; safe from a signal handler's task)."""
@@ -128,8 +146,12 @@ class Daemon:
         async with AsyncExitStack() as stack:
             self.metrics_port = await self._serve(stack, self.settings.metrics_address, "metrics")
             self.probe_port = await self._serve(stack, self.settings.probe_address, "probes")
+            if self.webhooks is not None:
+                await self.webhooks.start(stack)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self.health.heartbeat)
+                if self.webhooks is not None:  # every replica serves admission, leading or not
+                    tg.start_soon(self.webhooks.run)
                 # The loop's lag, on the loop's own clock whatever clock the daemon is given.
                 tg.start_soon(self.metrics.watch_loop_lag, LoopClock())
                 self.serving.set()
@@ -164,7 +186,7 @@ class Daemon:
     async def _lead_or_operate(self) -> int:
         settings = self.settings
         if not settings.leader_elect:
-            return await self._operate(Fence(), anyio.Event())
+            return await self._lead(Fence(), anyio.Event())
         lease = settings.lease_name
         fence = Fence()
 
@@ -200,12 +222,21 @@ class Daemon:
                 lost.set()
 
             tg.start_soon(hold)
-            code = await self._operate(fence, lost)
+            code = await self._lead(fence, lost)
             tg.cancel_scope.cancel()
         if lost.is_set():
             return EXIT_FAILED
         # Every actor has stopped: hand the lease over.
         await elector.release(timeout=settings.timing.renew_deadline)
+        return code
+
+    async def _lead(self, fence: Fence, lost: anyio.Event) -> int:
+        """The leader's term: the operator, and the webhooks' registration and renewal beside it."""
+        async with anyio.create_task_group() as tg:
+            if self.webhooks is not None:
+                tg.start_soon(self.webhooks.lead)
+            code = await self._operate(fence, lost)
+            tg.cancel_scope.cancel()
         return code
 
     async def _operate(self, fence: Fence, lost: anyio.Event) -> int:

@@ -383,6 +383,9 @@ class Operators:
             "127.0.0.1:0",
             "--probe-addr",
             "127.0.0.1:0",
+            # No webhooks unless a test asks (a later --webhook-addr in ``flags`` wins).
+            "--webhook-addr",
+            "0",
             "--instance",
             instance,
             "--lease-namespace",

@@ -28,7 +28,13 @@ from dgd.domain.admission.defaulting import default_dgd
 from dgd.domain.admission.errors import FieldError
 from dgd.domain.admission.json_patch import diff
 from dgd.domain.admission.validation import Verdict, admit
-from dgd.messages.admission import AdmissionRequest, AdmissionResponse, Status
+from dgd.messages.admission import (
+    AdmissionRequest,
+    AdmissionResponse,
+    ConversionRequest,
+    ConversionResponse,
+    Status,
+)
 from dgd.messages.base import JSONObject
 from dgd.messages.config import COMPATIBLE_UPSTREAM_VERSION
 from dgd.messages.dgd import DynamoGraphDeployment
@@ -165,3 +171,8 @@ def answer(request: AdmissionRequest, kind: str, verdict: Verdict) -> AdmissionR
     if verdict.errors:
         return invalid(request, kind, verdict.errors, verdict.warnings)
     return allowed(request, warnings=[str(w) for w in verdict.warnings])
+
+
+#: The conversion webhook's handler, when this build serves conversion (``None``: ``/convert`` is not
+#: served).
+CONVERTER: Callable[[ConversionRequest], ConversionResponse] | None = None

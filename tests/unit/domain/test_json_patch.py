@@ -11,7 +11,10 @@ def test_keys_are_escaped_as_rfc_6901_says() -> None:
 
 
 def test_only_what_changed_is_in_the_patch() -> None:
-    before = {"metadata": {"name": "g"}, "spec": {"components": [{"name": "a"}, {"name": "b", "replicas": 2}]}}
+    before = {
+        "metadata": {"name": "g"},
+        "spec": {"components": [{"name": "a"}, {"name": "b", "replicas": 2}]},
+    }
     after = {
         "metadata": {"name": "g", "annotations": {"k/v": "1"}},
         "spec": {"components": [{"name": "a", "replicas": 1}, {"name": "b", "replicas": 3}]},

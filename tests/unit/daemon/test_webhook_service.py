@@ -1,0 +1,210 @@
+"""The webhooks' certificates and registration in the daemon: replicas share one Secret, the leader
+renews the serving certificate and every replica serves the new one, certificates managed by someone
+else are re-read when they change, and the registrations point where the flags say."""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import random
+import shutil
+import ssl
+import time
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+
+import anyio
+import anyio.streams.tls
+import pytest
+from cryptography import x509
+
+from dgd.cluster.memory.adapter import MemoryCluster
+from dgd.cluster.resources import SECRET
+from dgd.daemon import admission, certificates
+from dgd.daemon.admission import WebhookService, WebhookSettings, configurations, conversion_patch
+from dgd.domain.admission.webhooks import AdmissionSettings
+
+pytestmark = pytest.mark.anyio
+
+NS = "dynamo-system"
+#: Real time: the client checks the served certificates against its own clock.
+START = time.time()
+
+
+@pytest.fixture(autouse=True)
+def quick_reloads(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(admission, "RELOAD", 0.02)
+
+
+class Wall:
+    def __init__(self) -> None:
+        self.now = START
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@asynccontextmanager
+async def replica(
+    cluster: MemoryCluster, wall: Wall, settings: WebhookSettings, *, validity: float | None = None
+) -> AsyncIterator[WebhookService]:
+    service = WebhookService(
+        cluster,
+        settings,
+        AdmissionSettings(operator_principal="op"),
+        restricted=None,
+        wall=wall,
+        converter=None,
+    )
+    if validity is not None and isinstance(service._source, admission.OwnCertificates):
+        service._source._validity = datetime.timedelta(seconds=validity)
+    async with AsyncExitStack() as stack, anyio.create_task_group() as tg:
+        await service.start(stack)
+        tg.start_soon(service.run)
+        await service._certified.wait()
+        yield service
+        tg.cancel_scope.cancel()
+
+
+async def served(service: WebhookService, ca: bytes) -> x509.Certificate:
+    context = ssl.create_default_context(cadata=ca.decode())
+    context.check_hostname = False
+    async with await anyio.connect_tcp("127.0.0.1", service.port or 0, ssl_context=context) as stream:
+        der = stream.extra(anyio.streams.tls.TLSAttribute.peer_certificate_binary)
+    assert der is not None
+    return x509.load_der_x509_certificate(der)
+
+
+def memory() -> MemoryCluster:
+    return MemoryCluster(clock=lambda: START, rng=random.Random(3), namespaces=(NS,))
+
+
+async def held(cluster: MemoryCluster) -> certificates.Certificates:
+    secret = await cluster.get(SECRET.key(NS, WebhookSettings().secret_name))
+    found = admission.from_secret(secret)
+    assert found is not None
+    return found
+
+
+async def test_replicas_share_the_certificates_one_of_them_made() -> None:
+    cluster, wall = memory(), Wall()
+    settings = WebhookSettings(address="127.0.0.1:0", secret_namespace=NS)
+
+    # when two replicas start, one after the other, with no Secret yet
+    async with replica(cluster, wall, settings) as first, replica(cluster, wall, settings) as second:
+        kept = await held(cluster)
+        # then both serve the one serving certificate the Secret keeps, for the Service's names
+        assert (await served(first, kept.ca_cert)).serial_number == (
+            await served(second, kept.ca_cert)
+        ).serial_number
+        names = x509.load_pem_x509_certificate(kept.cert).extensions.get_extension_for_class(
+            x509.SubjectAlternativeName
+        )
+        assert names.value.get_values_for_type(x509.DNSName) == settings.service_names()
+
+
+async def test_the_leader_renews_before_expiry_and_every_replica_serves_the_renewal() -> None:
+    cluster, wall = memory(), Wall()
+    wall.now = START - 2100  # certificates made 35 minutes ago, valid for 50
+    settings = WebhookSettings(address="127.0.0.1:0", secret_namespace=NS)
+    async with (
+        replica(cluster, wall, settings, validity=3000) as leader,
+        replica(cluster, wall, settings, validity=3000) as standby,
+    ):
+        before = await held(cluster)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(leader.lead)
+            # when two thirds of the certificate's life have passed (now)
+            wall.now = START
+            with anyio.fail_after(10):  # a guard against a hang, not a timing claim
+                while (await held(cluster)).cert == before.cert:
+                    await anyio.sleep(0.02)
+                renewed = await held(cluster)
+                while (
+                    await served(standby, renewed.ca_cert)
+                ).serial_number != x509.load_pem_x509_certificate(renewed.cert).serial_number:
+                    await anyio.sleep(0.02)
+            tg.cancel_scope.cancel()
+
+    # then the CA stayed (nothing registered must change) and the new certificate lives on
+    assert renewed.ca_cert == before.ca_cert
+    assert renewed.not_after > before.not_after
+
+
+async def test_certificates_someone_else_manages_are_read_again_when_they_change(tmp_path: Path) -> None:
+    now = datetime.datetime.fromtimestamp(START, datetime.UTC)
+    first = certificates.issue(["localhost"], ["127.0.0.1"], now=now)
+    second = certificates.serving(first.ca_cert, first.ca_key, ["localhost"], ["127.0.0.1"], now=now)
+    for name, data in (("tls.crt", first.cert), ("tls.key", first.key), ("ca.crt", first.ca_cert)):
+        (tmp_path / name).write_bytes(data)
+    settings = WebhookSettings(address="127.0.0.1:0", cert_dir=str(tmp_path))
+
+    async with replica(memory(), Wall(), settings) as service:
+        assert (await served(service, first.ca_cert)).serial_number == x509.load_pem_x509_certificate(
+            first.cert
+        ).serial_number
+        # when cert-manager writes a new certificate (key first, as a Secret volume updates at once)
+        staging = tmp_path / "staging"
+        staging.mkdir()
+        (staging / "tls.key").write_bytes(second.key)
+        (staging / "tls.crt").write_bytes(second.cert)
+        shutil.move(staging / "tls.key", tmp_path / "tls.key")
+        shutil.move(staging / "tls.crt", tmp_path / "tls.crt")
+        # then it is served without a restart
+        want = x509.load_pem_x509_certificate(second.cert).serial_number
+        with anyio.fail_after(10):  # a guard against a hang
+            while (await served(service, first.ca_cert)).serial_number != want:
+                await anyio.sleep(0.02)
+
+
+def test_url_registration_points_every_webhook_and_the_conversion_at_the_address() -> None:
+    settings = WebhookSettings(address="127.0.0.1:9443", register="url", secret_namespace=NS)
+    bundle = b"-----BEGIN CERTIFICATE-----\n...\n"
+
+    (_, mutating), (_, validating) = configurations(
+        settings, bundle, url="https://127.0.0.1:9443", namespace=None
+    )
+
+    assert (mutating["metadata"]["name"], validating["metadata"]["name"]) == (
+        "dynamo-operator-mutating",
+        "dynamo-operator-validating",
+    )
+    hooks = mutating["webhooks"] + validating["webhooks"]
+    assert [(hook["name"], hook["clientConfig"]["url"]) for hook in hooks] == [
+        (
+            "mdynamographdeployment.kb.io",
+            "https://127.0.0.1:9443/mutate/nvidia.com/v1beta1/dynamographdeployments",
+        ),
+        (
+            "vdynamographdeployment.kb.io",
+            "https://127.0.0.1:9443/validate/nvidia.com/v1beta1/dynamographdeployments",
+        ),
+    ]
+    for hook in hooks:
+        assert base64.b64decode(hook["clientConfig"]["caBundle"]) == bundle
+        assert (hook["failurePolicy"], hook["sideEffects"], hook["timeoutSeconds"]) == ("Fail", "None", 10)
+        assert hook["admissionReviewVersions"] == ["v1"] and "namespaceSelector" not in hook
+    conversion = conversion_patch(settings, bundle, url="https://127.0.0.1:9443")["spec"]["conversion"]
+    assert conversion["webhook"]["clientConfig"] == {
+        "url": "https://127.0.0.1:9443/convert",
+        "caBundle": base64.b64encode(bundle).decode(),
+        "service": None,
+    }
+
+
+def test_namespace_restricted_registration_selects_the_namespace_and_names_itself_apart() -> None:
+    settings = WebhookSettings(secret_namespace="team-a-operator")
+
+    (_, mutating), _ = configurations(settings, b"", url=None, namespace="team-a")
+
+    assert mutating["metadata"]["name"] == "dynamo-operator-mutating-team-a-operator"
+    (hook,) = mutating["webhooks"]
+    assert hook["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "team-a"}}
+    assert hook["clientConfig"] == {
+        "service": {
+            "namespace": "dynamo-system",
+            "name": "dynamo-operator-webhook-service",
+            "path": "/mutate/nvidia.com/v1beta1/dynamographdeployments",
+        }
+    }
