@@ -16,6 +16,7 @@ import yaml
 from dgd.domain.crd_schema import node_at, structural_schema
 from dgd.messages import dcd, dgd, dgdsa, grove
 from dgd.messages.base import JSONObject, Model, to_builtins
+from dgd.messages.v1alpha1 import DynamoGraphDeploymentV1Alpha1
 
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
 CRD_KIND = "CustomResourceDefinition"
@@ -54,8 +55,25 @@ class ListSemantics(msgspec.Struct, frozen=True):
     keys: tuple[str, ...] = ()
 
 
+class OlderVersion(msgspec.Struct, frozen=True, kw_only=True):
+    """A version served beside the stored one, converted by the operator's conversion webhook."""
+
+    model: type[Model]
+    version: str
+
+
+#: Where the API server sends conversion reviews: the chart's webhook Service (the operator patches
+#: the CA bundle in at run time, and ``--webhook-register url`` the address; supplement §4.8).
+CONVERSION_SERVICE = {
+    "namespace": "dynamo-system",
+    "name": "dynamo-operator-webhook-service",
+    "path": "/convert",
+}
+
+
 class CustomResource(msgspec.Struct, frozen=True, kw_only=True):
-    """How one kind is served: one version, served and stored, namespaced, with a status subresource.
+    """How one kind is served: the stored version (and any ``older`` ones the conversion webhook
+    converts), namespaced, with a status subresource.
 
     The kind is the root Struct's tag, so the served kind and the decoded kind are the same string.
     """
@@ -67,6 +85,7 @@ class CustomResource(msgspec.Struct, frozen=True, kw_only=True):
     columns: tuple[PrinterColumn, ...]
     scale: ScaleSubresource | None = None
     lists: tuple[ListSemantics, ...] = ()
+    older: tuple[OlderVersion, ...] = ()
 
     @property
     def kind(self) -> str:
@@ -132,6 +151,7 @@ DGD = CustomResource(
     api_version=dgd.API_VERSION,
     plural=DGD_PLURAL,
     short_names=("dgd",),
+    older=(OlderVersion(model=DynamoGraphDeploymentV1Alpha1, version="v1alpha1"),),
     columns=(
         PrinterColumn(
             name="Ready",
@@ -253,11 +273,10 @@ PCSG = CustomResource(
 RESOURCES: tuple[CustomResource, ...] = (DGD, DCD, DGDSA, PCS, PCLQ, PCSG)
 
 
-def render_crd(resource: CustomResource) -> JSONObject:
-    """The CustomResourceDefinition of one kind, as a plain JSON object."""
+def _version(resource: CustomResource, model: type[Model], name: str, *, storage: bool) -> JSONObject:
     # The schema comes from the Struct; list semantics are added where the API server needs them.
-    schema = structural_schema(resource.model)
-    for semantics in resource.lists:
+    schema = structural_schema(model)
+    for semantics in resource.lists if storage else ():
         node = node_at(schema, semantics.path)
         node["x-kubernetes-list-type"] = semantics.type
         if semantics.keys:
@@ -266,14 +285,31 @@ def render_crd(resource: CustomResource) -> JSONObject:
     subresources: JSONObject = {"status": {}}
     if resource.scale is not None:
         subresources["scale"] = to_builtins(resource.scale)
-    version: JSONObject = {
-        "name": resource.version,
+    return {
+        "name": name,
         "served": True,
-        "storage": True,
+        "storage": storage,
         "additionalPrinterColumns": [to_builtins(column) for column in resource.columns],
         "schema": {"openAPIV3Schema": schema},
         "subresources": subresources,
     }
+
+
+def render_crd(resource: CustomResource) -> JSONObject:
+    """The CustomResourceDefinition of one kind, as a plain JSON object. A kind served in older
+    versions too converts through the operator's webhook; the CA bundle is left out, so applying
+    the CRD again (server-side) keeps the one the operator patched in."""
+    versions = [_version(resource, resource.model, resource.version, storage=True)]
+    versions += [_version(resource, older.model, older.version, storage=False) for older in resource.older]
+    conversion: JSONObject = {}
+    if resource.older:
+        conversion["conversion"] = {
+            "strategy": "Webhook",
+            "webhook": {
+                "conversionReviewVersions": ["v1"],
+                "clientConfig": {"service": dict(CONVERSION_SERVICE)},
+            },
+        }
     return {
         "apiVersion": CRD_API_VERSION,
         "kind": CRD_KIND,
@@ -288,7 +324,8 @@ def render_crd(resource: CustomResource) -> JSONObject:
                 "shortNames": list(resource.short_names),
             },
             "scope": "Namespaced",
-            "versions": [version],
+            "versions": versions,
+            **conversion,
         },
     }
 

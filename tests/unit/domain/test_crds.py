@@ -112,7 +112,8 @@ def _resource(kind: str) -> CustomResource:
 
 
 def _version(crd: dict[str, Any]) -> dict[str, Any]:
-    (version,) = crd["spec"]["versions"]
+    """The stored version (the one every kind has)."""
+    (version,) = [v for v in crd["spec"]["versions"] if v["storage"]]
     return version  # type: ignore[no-any-return]
 
 
@@ -350,9 +351,11 @@ def test_kind_is_served_and_stored_in_one_version_with_its_names_and_subresource
     assert crd["spec"]["names"]["plural"] == plural
     assert crd["spec"]["names"]["kind"] == kind
     assert crd["spec"]["names"]["shortNames"] == short_names
-    # And exactly one version is served and stored (v1alpha1 DGD needs the conversion webhook first)
+    # And one version is served and stored; the DGD's v1alpha1 is served too, through conversion
     served = _version(crd)
     assert (served["name"], served["served"], served["storage"]) == (version, True, True)
+    others = [(v["name"], v["served"], v["storage"]) for v in crd["spec"]["versions"] if v is not served]
+    assert others == ([("v1alpha1", True, False)] if kind == "DynamoGraphDeployment" else [])
     # And status is a subresource, scale only where specified
     expected = {"status": {}} if scale is None else {"status": {}, "scale": scale}
     assert served["subresources"] == expected
@@ -415,3 +418,38 @@ def test_upstream_crds_are_where_the_comparison_reads_them() -> None:
         for r in RESOURCES
     ]
     assert [p for p in paths if not p.is_file()] == []
+
+
+def test_the_dgd_serves_v1alpha1_through_the_conversion_webhook_with_no_ca_bundle() -> None:
+    # Given the generated DGD CRD
+    crd = render_crd(_resource("DynamoGraphDeployment"))
+    # Then conversion goes to the chart's webhook Service at /convert (supplement §4.8), and the CA
+    # bundle is left for the operator to patch in: re-applying the CRD does not wipe it
+    assert crd["spec"]["conversion"] == {
+        "strategy": "Webhook",
+        "webhook": {
+            "conversionReviewVersions": ["v1"],
+            "clientConfig": {
+                "service": {
+                    "namespace": "dynamo-system",
+                    "name": "dynamo-operator-webhook-service",
+                    "path": "/convert",
+                }
+            },
+        },
+    }
+    # And every spec field of upstream's v1alpha1 schema is in ours
+    (upstream,) = load_documents(CRD_DIR / "nvidia.com_dynamographdeployments.yaml")
+    theirs = next(v for v in upstream["spec"]["versions"] if v["name"] == "v1alpha1")
+    ours = next(v for v in crd["spec"]["versions"] if v["name"] == "v1alpha1")
+    mine = dict(_field_paths(ours["schema"]["openAPIV3Schema"]))
+    preserved = [path for path, node in mine.items() if node.get("x-kubernetes-preserve-unknown-fields")]
+    missing = [
+        path
+        for path, _ in _field_paths(theirs["schema"]["openAPIV3Schema"])
+        if path.startswith("spec")
+        and path not in mine
+        # a field we keep as raw JSON holds everything below it
+        and not any(_covers(raw + ".", path) or _covers(raw + "[", path) for raw in preserved)
+    ]
+    assert missing == []
