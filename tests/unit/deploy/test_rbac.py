@@ -282,7 +282,7 @@ def test_our_crds_serve_the_status_and_scale_subresources_the_port_expects() -> 
         "dynamographdeploymentscalingadapters",
     ):
         resource = next(r for r in DEFAULT_RESOURCES if r.plural == plural)
-        (version,) = crds[plural]["spec"]["versions"]
+        (version,) = [v for v in crds[plural]["spec"]["versions"] if v["storage"]]
         subresources = version.get("subresources") or {}
         # then each has a status subresource, and a scale one exactly where the port scales it, with its paths
         assert resource.status and "status" in subresources
