@@ -8,7 +8,10 @@ from typing import Any
 import msgspec
 
 from dgd.domain.admission.dcd import DCDVerdict, validate_dcd
+from dgd.domain.admission.update import validate_update
 from dgd.messages.dcd import API_VERSION, DynamoComponentDeployment
+from dgd.messages.dgd import DynamoGraphDeployment
+from tests.unit.domain.dgd_cases import small_dgd
 
 IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0"
 
@@ -136,22 +139,26 @@ def test_provider_overrides_are_refused() -> None:
     ]
 
 
-def test_backend_framework_is_immutable_with_a_warning() -> None:
-    """§4.7: backendFramework is immutable on update, with the same message and warning as a DGD."""
-    # given an update that changes the backend
+def test_backend_framework_is_immutable_with_the_dgd_message_and_warning() -> None:
+    """§4.7: backendFramework is immutable on update, with the DGD's message and warning (§4.5 rule 4)."""
+    # given the same backend change on a DCD and on a DGD
     old, new = _document(), _document(backendFramework="sglang")
+    graph_old, graph_new = small_dgd(), small_dgd()
+    graph_new["spec"]["backendFramework"] = "sglang"
 
-    # when it is admitted
+    # when both are admitted
     verdict = _validate(new, old)
+    graph = validate_update(
+        msgspec.convert(graph_old, DynamoGraphDeployment),
+        msgspec.convert(graph_new, DynamoGraphDeployment),
+        requester=None,
+        operator_principal=None,
+        grove_enabled=True,
+    )
 
-    # then it is refused, with the warning
-    assert _messages(verdict) == [
-        'spec.backendFramework: "sglang" is not allowed (was "vllm"): is immutable and cannot be changed '
-        "after creation"
-    ]
-    assert [str(w) for w in verdict.warnings] == [
-        "spec.backendFramework: Changing spec.backendFramework may cause unexpected behavior"
-    ]
+    # then the DCD is refused exactly as the DGD is
+    assert [e.path for e in verdict.errors] == ["spec.backendFramework"]
+    assert (verdict.errors, verdict.warnings) == (graph.errors, graph.warnings)
 
 
 def test_shared_update_rules_apply() -> None:

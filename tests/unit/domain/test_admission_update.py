@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -15,7 +16,8 @@ from dgd.domain.admission.principals import Requester
 from dgd.domain.admission.update import validate_update
 from dgd.domain.admission.validation import Verdict
 from dgd.messages.component import ComponentSpec
-from dgd.messages.dgd import API_VERSION, DynamoGraphDeployment
+from dgd.messages.dgd import DynamoGraphDeployment
+from tests.unit.domain.dgd_cases import runtime_image, small_dgd
 
 OPERATOR = "system:serviceaccount:dynamo-system:dynamo-operator-controller-manager"
 PLANNER = "system:serviceaccount:team-a:planner-serviceaccount"
@@ -24,35 +26,10 @@ POWER = "dynamo.nvidia.com/gpu-power-limit"
 WORKER = "spec.components[1]"
 
 
-def _image(tag: str = "1.5.0") -> str:
-    return f"nvcr.io/nvidia/ai-dynamo/vllm-runtime:{tag}"
-
-
 def _document(*, provider: str | None = "grove", **worker: Any) -> dict[str, Any]:
-    """A small valid, stored v1beta1 DGD (a frontend and a one-GPU worker); ``worker`` sets worker fields."""
+    """A small valid, stored v1beta1 DGD with its provider recorded; ``worker`` sets worker fields."""
     annotations = {WORKLOAD_PROVIDER: provider} if provider is not None else {}
-    main = {"name": "main", "image": _image(), "resources": {"limits": {"nvidia.com/gpu": "1"}}}
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "DynamoGraphDeployment",
-        "metadata": {"name": "demo", "namespace": "team-a", "annotations": annotations},
-        "spec": {
-            "backendFramework": "vllm",
-            "components": [
-                {
-                    "name": "Frontend",
-                    "type": "frontend",
-                    "podTemplate": {"spec": {"containers": [{"name": "main", "image": _image()}]}},
-                },
-                {
-                    "name": "Worker",
-                    "type": "worker",
-                    "podTemplate": {"spec": {"containers": [main]}},
-                    **worker,
-                },
-            ],
-        },
-    }
+    return small_dgd(annotations=annotations, namespace="team-a", **worker)
 
 
 def _decode(document: dict[str, Any]) -> DynamoGraphDeployment:
@@ -168,7 +145,7 @@ def test_runtime_version_is_not_a_stateless_error_on_update() -> None:
     """§4.5: the stateless traversal runs without the runtime-version items (§4.4 item 10.13)."""
     # given a stored DGD whose worker image has no semver tag, sent again unchanged
     old = _document()
-    _worker_main(old)["image"] = _image("latest")
+    _worker_main(old)["image"] = runtime_image("latest")
 
     # when the update is admitted
     verdict = _update(old, copy.deepcopy(old))
@@ -254,54 +231,41 @@ def test_provider_annotation_cannot_be_changed_or_removed_even_by_the_operator(
 # §4.5 rule 2: the component set.
 
 
-def test_adding_a_component_is_forbidden() -> None:
-    """§4.5 rule 2: components cannot be added after creation."""
-    # given an update that adds two components
+def _add_two(components: list[dict[str, Any]]) -> None:
+    components += [{"name": "Planner", "type": "planner"}, {"name": "Extra", "type": "planner"}]
+
+
+def _remove_worker(components: list[dict[str, Any]]) -> None:
+    del components[1]
+
+
+def _rename_worker(components: list[dict[str, Any]]) -> None:
+    components[1]["name"] = "Decoder"
+
+
+@pytest.mark.parametrize(
+    ("change", "listed"),
+    [
+        (_add_two, "components added: [Extra Planner]"),
+        (_remove_worker, "components removed: [Worker]"),
+        (_rename_worker, "components added: [Decoder], components removed: [Worker]"),
+    ],
+    ids=["add", "remove", "rename"],
+)
+def test_adding_or_removing_components_is_forbidden(
+    change: Callable[[list[dict[str, Any]]], None], listed: str
+) -> None:
+    """§4.5 rule 2: components cannot be added or removed; the names are listed sorted, as upstream prints."""
+    # given an update that adds, removes or renames components
     old, new = _document(), _document()
-    new["spec"]["components"] += [
-        {"name": "Planner", "type": "planner"},
-        {"name": "Extra", "type": "planner"},
-    ]
+    change(new["spec"]["components"])
 
     # when it is admitted
     verdict = _update(old, new)
 
-    # then the added names are listed, sorted, the way upstream prints them
+    # then one error lists both sides of the change
     assert _messages(verdict) == [
-        "spec.components: component topology is immutable and cannot be modified after creation: "
-        "components added: [Extra Planner]"
-    ]
-
-
-def test_removing_a_component_is_forbidden() -> None:
-    """§4.5 rule 2: components cannot be removed after creation."""
-    # given an update that removes the worker
-    old, new = _document(), _document()
-    del new["spec"]["components"][1]
-
-    # when it is admitted
-    verdict = _update(old, new)
-
-    # then the removed name is listed
-    assert _messages(verdict) == [
-        "spec.components: component topology is immutable and cannot be modified after creation: "
-        "components removed: [Worker]"
-    ]
-
-
-def test_renaming_a_component_reports_both_sides() -> None:
-    """§4.5 rule 2: an added and a removed name are reported in one error."""
-    # given an update that renames the worker
-    old, new = _document(), _document()
-    new["spec"]["components"][1]["name"] = "Decoder"
-
-    # when it is admitted
-    verdict = _update(old, new)
-
-    # then both sides are reported
-    assert _messages(verdict) == [
-        "spec.components: component topology is immutable and cannot be modified after creation: "
-        "components added: [Decoder], components removed: [Worker]"
+        f"spec.components: component topology is immutable and cannot be modified after creation: {listed}"
     ]
 
 
@@ -714,8 +678,8 @@ def test_runtime_version_is_ratcheted(old_tag: str, new_tag: str, override: str 
     """§4.5 rule 3: a newly invalid (image, override) pair is reported; we warn (docs/decisions.md)."""
     # given a worker whose image tag (and maybe override) changes
     old, new = _document(), _document() if override is None else _document(runtimeVersionOverride=override)
-    _worker_main(old)["image"] = _image(old_tag)
-    _worker_main(new)["image"] = _image(new_tag)
+    _worker_main(old)["image"] = runtime_image(old_tag)
+    _worker_main(new)["image"] = runtime_image(new_tag)
 
     # when the update is admitted
     verdict = _update(old, new)
@@ -724,7 +688,7 @@ def test_runtime_version_is_ratcheted(old_tag: str, new_tag: str, override: str 
     assert verdict.errors == []
     expected = [
         f"{WORKER}.runtimeVersionOverride: is required when the main container image "
-        f'"{_image(new_tag)}" has no semantic-version tag (upstream admission refuses this change)'
+        f'"{runtime_image(new_tag)}" has no semantic-version tag (upstream admission refuses this change)'
     ]
     assert [str(w) for w in verdict.warnings] == (expected if warned else [])
 
