@@ -28,9 +28,19 @@ def main_container(pod_template: dict[str, Any] | None) -> tuple[int, dict[str, 
 
 def gpu_limit(container: dict[str, Any]) -> Fraction | None:
     """The ``nvidia.com/gpu`` limit of a container, ``None`` if unset or not a quantity."""
+    return _gpu_quantity(container, "limits")
+
+
+def gpu_count(container: dict[str, Any]) -> Fraction | None:
+    """The ``nvidia.com/gpu`` a container asks for: its limit, else its request (``None``: neither)."""
+    limit = gpu_limit(container)
+    return limit if limit is not None else _gpu_quantity(container, "requests")
+
+
+def _gpu_quantity(container: dict[str, Any], section: str) -> Fraction | None:
     resources = container.get("resources")
-    limits = resources.get("limits") if isinstance(resources, dict) else None
-    value = limits.get(GPU_RESOURCE) if isinstance(limits, dict) else None
+    amounts = resources.get(section) if isinstance(resources, dict) else None
+    value = amounts.get(GPU_RESOURCE) if isinstance(amounts, dict) else None
     return parse_quantity(value) if isinstance(value, int | str) and not isinstance(value, bool) else None
 
 

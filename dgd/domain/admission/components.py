@@ -17,7 +17,7 @@ from dgd.domain.podtemplate import (
 )
 from dgd.domain.quantity import parse_quantity
 from dgd.domain.roles import failover_mode, forces_scaling_group, gms_mode, is_multinode, roles, uses_pcsg
-from dgd.messages.component import ComponentSpec
+from dgd.messages.component import ComponentSpec, SharedComponentSpec
 
 POWER_LIMIT = "dynamo.nvidia.com/gpu-power-limit"
 EXECUTOR_BACKEND = "nvidia.com/vllm-distributed-executor-backend"
@@ -50,34 +50,46 @@ def check_component(
     yield from _template_annotations(component, path)
 
 
-def runtime_version_warnings(component: ComponentSpec, path: str) -> Iterator[FieldError]:
+def runtime_version_warnings(component: SharedComponentSpec, path: str) -> Iterator[FieldError]:
     """Upstream's create-time runtime-version rule (supplement §4.4 item 10.13), as warnings.
 
     Upstream refuses, on create, a component with no ``main`` container image, and a main image
     without a semver tag when there is no ``runtimeVersionOverride``. We only warn: upstream's own
     examples leave the image to be filled in or use ``my-tag`` placeholders; see docs/decisions.md.
     """
-    refused = "upstream admission refuses this on create"
+    for problem in runtime_version_problems(component, path, override_required=True):
+        yield FieldError(problem.path, f"{problem.message} (upstream admission refuses this on create)")
+
+
+def runtime_version_problems(
+    component: SharedComponentSpec, path: str, *, override_required: bool
+) -> Iterator[FieldError]:
+    """What upstream's runtime-version rule finds: no ``main`` image, or (when ``override_required``)
+    a main image without a semver tag and no ``runtimeVersionOverride``."""
     found = main_container(component.pod_template)
     if found is None:
-        yield FieldError(
-            f"{path}.podTemplate.spec.containers", f'has no container named "main" with an image ({refused})'
-        )
+        yield FieldError(f"{path}.podTemplate.spec.containers", 'has no container named "main" with an image')
         return
-    index, container = found
-    image = container.get("image")
-    if not isinstance(image, str) or not image:
-        yield FieldError(f"{path}.podTemplate.spec.containers[{index}].image", f"is required ({refused})")
+    index = found[0]
+    image = main_image(component)
+    if image is None:
+        yield FieldError(f"{path}.podTemplate.spec.containers[{index}].image", "is required")
         return
-    if component.runtime_version_override is not None:
+    if component.runtime_version_override is not None or not override_required:
         return
     tag = image_tag(image)
     if tag is None or not _STRICT_SEMVER.fullmatch(tag):
         yield FieldError(
             f"{path}.runtimeVersionOverride",
-            f"is required when the main container image {show(image)} has no semantic-version tag "
-            f"({refused})",
+            f"is required when the main container image {show(image)} has no semantic-version tag",
         )
+
+
+def main_image(component: SharedComponentSpec) -> str | None:
+    """The image of the ``main`` container, ``None`` when there is none (or it is empty)."""
+    found = main_container(component.pod_template)
+    image = found[1].get("image") if found else None
+    return image if isinstance(image, str) and image else None
 
 
 def _replicas(component: ComponentSpec, path: str, grove_refusal: str | None) -> Iterator[FieldError]:

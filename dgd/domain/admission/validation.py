@@ -60,35 +60,48 @@ def admit(document: object, *, grove_enabled: bool = True, operator_version: str
     except msgspec.ValidationError as exc:  # the schema walk and msgspec disagree: still a clear error
         return Verdict(errors=[FieldError("", str(exc))], warnings=[])
     dgd = default_dgd(decoded, grove_enabled=grove_enabled, operator_version=operator_version, create=True)
-    errors = sorted(validate_create(dgd, grove_enabled=grove_enabled), key=_document_order)
+    errors = sorted(validate_create(dgd, grove_enabled=grove_enabled), key=document_order)
     warnings = list(metadata_warnings(dgd))
     warnings += [
-        w for i, c in enumerate(dgd.spec.components or []) for w in runtime_version_warnings(c, _at(i))
+        w
+        for i, c in enumerate(dgd.spec.components or [])
+        for w in runtime_version_warnings(c, component_path(i))
     ]
     return Verdict(errors=errors, warnings=warnings, dgd=None if errors else dgd)
 
 
 def validate_create(dgd: DynamoGraphDeployment, *, grove_enabled: bool) -> Iterator[FieldError]:
-    """Every create-time problem of a defaulted DGD."""
+    """Every create-time problem of a defaulted DGD (the runtime-version rule is a warning, see ``admit``)."""
+    return validate_stateless(dgd, grove_enabled=grove_enabled, create=True)
+
+
+def validate_stateless(
+    dgd: DynamoGraphDeployment, *, grove_enabled: bool, create: bool
+) -> Iterator[FieldError]:
+    """Every problem of a defaulted DGD that needs no older version of it (supplement §4.4).
+
+    On an update (``create=False``) a restart request is allowed: ``spec.restart`` is how one is asked for.
+    """
     refusal = grove_refusal(dgd.metadata, grove_enabled=grove_enabled)
     yield from _metadata(dgd)
-    yield from _graph(dgd, refusal)
+    yield from _graph(dgd, refusal, create=create)
     yield from _topology(dgd, refusal)
     components = dgd.spec.components or []
     name = pcs_name(dgd.metadata.name or "", max((_budget(c) for c in components), default=0))
     for index, component in enumerate(components):
         yield from check_component(
             component,
-            _at(index),
+            component_path(index),
             grove_refusal=refusal,
             dgd_name=dgd.metadata.name or "",
             pcs_name=name,
             backend=dgd.spec.backend_framework,
         )
-        yield from _component_overrides(component, _at(index), dgd)
+        yield from _component_overrides(component, component_path(index), dgd)
 
 
-def _at(index: int) -> str:
+def component_path(index: int) -> str:
+    """The path of the component at ``index`` of ``spec.components``."""
     return f"spec.components[{index}]"
 
 
@@ -145,9 +158,9 @@ def _placeholder(value: str) -> bool:
     return PLACEHOLDER.search(value) is not None
 
 
-def _graph(dgd: DynamoGraphDeployment, refusal: str | None) -> Iterator[FieldError]:
+def _graph(dgd: DynamoGraphDeployment, refusal: str | None, *, create: bool) -> Iterator[FieldError]:
     spec = dgd.spec
-    if spec.restart is not None:
+    if create and spec.restart is not None:
         yield FieldError(
             "spec.restart",
             "spec.restart must be unset on create; set spec.restart.id after creation to request a restart",
@@ -165,9 +178,10 @@ def _graph(dgd: DynamoGraphDeployment, refusal: str | None) -> Iterator[FieldErr
         key = component.name.lower()
         if key in first:
             earlier = components[first[key]].name
+            where = component_path(first[key])
             yield FieldError(
-                f"{_at(index)}.name",
-                f"{show(component.name)} duplicates {_at(first[key])}.name {show(earlier)}: component names "
+                f"{component_path(index)}.name",
+                f"{show(component.name)} duplicates {where}.name {show(earlier)}: component names "
                 "must be unique case-insensitively",
             )
         else:
@@ -175,7 +189,8 @@ def _graph(dgd: DynamoGraphDeployment, refusal: str | None) -> Iterator[FieldErr
     epps = [i for i, c in enumerate(components) if c.type == "epp"]
     for index in epps[1:]:
         yield FieldError(
-            f"{_at(index)}.type", f"at most one component may have type epp (also {_at(epps[0])})"
+            f"{component_path(index)}.type",
+            f"at most one component may have type epp (also {component_path(epps[0])})",
         )
     if spec.provider_override is not None:
         yield from _override(spec.provider_override, "spec.providerOverride", dgd, "PodCliqueSet")
@@ -238,7 +253,7 @@ def _topology(dgd: DynamoGraphDeployment, refusal: str | None) -> Iterator[Field
             yield FieldError(
                 "spec.topologyConstraint",
                 f"is required when any component topology constraint is set "
-                f"({_at(index)}.topologyConstraint)",
+                f"({component_path(index)}.topologyConstraint)",
             )
             break
     elif spec.topology_constraint.pack_domain is None and not constrained:
@@ -324,7 +339,7 @@ def _override(
             yield FieldError(f"{path}.value.topologyConstraint", "is required")
 
 
-def _document_order(error: FieldError) -> tuple[int, str]:
+def document_order(error: FieldError) -> tuple[int, str]:
     """Errors in the order their fields appear: metadata first, then spec, list indexes as numbers."""
     rank = 0 if error.path.startswith("metadata") else 1
     return rank, re.sub(r"\[(\d+)\]", lambda m: f"[{int(m.group(1)):04d}]", error.path)

@@ -17,6 +17,7 @@ from dgd.domain.admission.validation import admit
 from dgd.domain.conversion.dgd import dgd_to_v1beta1
 from dgd.domain.manifests import ManifestError, load_manifests
 from dgd.messages.dgd import API_VERSION
+from tests.unit.domain.dgd_cases import runtime_image, small_dgd
 from tests.upstream import dgd_documents
 
 CORPUS = Path(__file__).resolve().parents[2] / "corpus" / "invalid"
@@ -126,42 +127,11 @@ def test_upstream_dgd_document_is_valid_in_either_api_version(document: dict[str
     assert verdict.outcome == "valid"
 
 
-def _image(tag: str = "1.5.0") -> str:
-    return f"nvcr.io/nvidia/ai-dynamo/vllm-runtime:{tag}"
-
-
-def _dgd(*, annotations: dict[str, str] | None = None, **worker: Any) -> dict[str, Any]:
-    """A small valid v1beta1 DGD (a frontend and a one-GPU worker); ``worker`` sets worker fields."""
-    metadata: dict[str, Any] = {"name": "demo"}
-    if annotations is not None:
-        metadata["annotations"] = annotations
-    main = {"name": "main", "image": _image(), "resources": {"limits": {"nvidia.com/gpu": "1"}}}
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "DynamoGraphDeployment",
-        "metadata": metadata,
-        "spec": {
-            "backendFramework": "vllm",
-            "components": [
-                {
-                    "name": "Frontend",
-                    "type": "frontend",
-                    "podTemplate": {"spec": {"containers": [{"name": "main", "image": _image()}]}},
-                },
-                {
-                    "name": "Worker",
-                    "type": "worker",
-                    "podTemplate": {"spec": {"containers": [main]}},
-                    **worker,
-                },
-            ],
-        },
-    }
-
-
 def test_every_independent_mistake_is_reported_at_once() -> None:
     # given a DGD with three unrelated mistakes: an annotation, a component field and a spec field
-    document = _dgd(annotations={"nvidia.com/grove-update-strategy": "Sometimes"}, replicas=2, minAvailable=3)
+    document = small_dgd(
+        annotations={"nvidia.com/grove-update-strategy": "Sometimes"}, replicas=2, minAvailable=3
+    )
     document["spec"]["restart"] = {"id": "now"}
 
     # when it is admitted
@@ -178,7 +148,7 @@ def test_every_independent_mistake_is_reported_at_once() -> None:
 
 def test_every_schema_mistake_is_reported_at_once() -> None:
     # given a DGD with three schema mistakes in different places
-    document = _dgd(type="wroker", replicas=-1)
+    document = small_dgd(type="wroker", replicas=-1)
     document["spec"]["backendFramework"] = "tensorrt"
 
     # when it is admitted
@@ -197,7 +167,7 @@ def test_every_schema_mistake_is_reported_at_once() -> None:
 
 def test_grove_dgd_is_defaulted_in_memory_with_replicas_min_available_and_provider() -> None:
     # given a DGD that leaves replicas and minAvailable unset, on an operator with Grove
-    document = _dgd()
+    document = small_dgd()
     original = copy.deepcopy(document)
 
     # when it is admitted
@@ -212,7 +182,7 @@ def test_grove_dgd_is_defaulted_in_memory_with_replicas_min_available_and_provid
 
 def test_component_pathway_dgd_gets_replicas_but_no_min_available() -> None:
     # given a DGD that opts out of Grove
-    document = _dgd(annotations={"nvidia.com/enable-grove": "false"})
+    document = small_dgd(annotations={"nvidia.com/enable-grove": "false"})
 
     # when it is admitted
     verdict = admit(document, grove_enabled=True)
@@ -228,7 +198,7 @@ def test_component_pathway_dgd_gets_replicas_but_no_min_available() -> None:
 
 def test_user_supplied_provider_annotation_is_replaced_on_create() -> None:
     # given a DGD whose author wrote the controller-owned provider annotation, on an operator without Grove
-    document = _dgd(annotations={WORKLOAD_PROVIDER: "grove"})
+    document = small_dgd(annotations={WORKLOAD_PROVIDER: "grove"})
 
     # when it is admitted
     verdict = admit(document, grove_enabled=False)
@@ -240,7 +210,7 @@ def test_user_supplied_provider_annotation_is_replaced_on_create() -> None:
 
 def test_origin_version_is_set_from_the_operator_when_absent() -> None:
     # when a DGD without an origin version is admitted by operator 1.5.0
-    verdict = admit(_dgd(), operator_version="1.5.0")
+    verdict = admit(small_dgd(), operator_version="1.5.0")
 
     # then the origin version is the operator's
     assert verdict.dgd is not None
@@ -249,7 +219,7 @@ def test_origin_version_is_set_from_the_operator_when_absent() -> None:
 
 def test_origin_version_present_on_create_is_kept() -> None:
     # given a DGD that already records an origin version (for example after a v1alpha1 round trip)
-    document = _dgd(annotations={ORIGIN_VERSION: "1.4.0"})
+    document = small_dgd(annotations={ORIGIN_VERSION: "1.4.0"})
 
     # when operator 1.5.0 admits it
     verdict = admit(document, operator_version="1.5.0")
@@ -263,11 +233,11 @@ def test_origin_version_present_on_create_is_kept() -> None:
 REFUSED_ON_CREATE: dict[str, tuple[Callable[[dict[str, Any]], object], FieldError]] = {
     # an image tag that is not a semantic version, and no runtimeVersionOverride: the field and the image
     "image-without-semver-tag": (
-        lambda container: container.update(image=_image("my-tag")),
+        lambda container: container.update(image=runtime_image("my-tag")),
         FieldError(
             "spec.components[1].runtimeVersionOverride",
-            f'is required when the main container image "{_image("my-tag")}" has no semantic-version tag '
-            "(upstream admission refuses this on create)",
+            f'is required when the main container image "{runtime_image("my-tag")}" has no '
+            "semantic-version tag (upstream admission refuses this on create)",
         ),
     ),
     # the only container not named main
@@ -295,7 +265,7 @@ def test_a_worker_container_upstream_refuses_on_create_is_admitted_with_a_warnin
 ) -> None:
     # given a worker whose main container upstream admission would refuse on create
     change, warning = REFUSED_ON_CREATE[case]
-    document = _dgd()
+    document = small_dgd()
     change(document["spec"]["components"][1]["podTemplate"]["spec"]["containers"][0])
 
     # when it is admitted
@@ -309,7 +279,7 @@ def test_a_worker_container_upstream_refuses_on_create_is_admitted_with_a_warnin
 
 def test_placeholder_namespace_is_a_warning_and_a_bad_namespace_an_error() -> None:
     # given one DGD with a template placeholder for its namespace and one with an invalid name
-    placeholder, invalid = _dgd(), _dgd()
+    placeholder, invalid = small_dgd(), small_dgd()
     placeholder["metadata"]["namespace"] = "<your-namespace>"
     invalid["metadata"]["namespace"] = "Team_A"
 
@@ -330,8 +300,10 @@ def test_placeholder_namespace_is_a_warning_and_a_bad_namespace_an_error() -> No
 
 def test_runtime_version_override_silences_the_image_tag_warning() -> None:
     # given the same worker with an explicit runtime version
-    document = _dgd(runtimeVersionOverride="1.5.0")
-    document["spec"]["components"][1]["podTemplate"]["spec"]["containers"][0]["image"] = _image("my-tag")
+    document = small_dgd(runtimeVersionOverride="1.5.0")
+    document["spec"]["components"][1]["podTemplate"]["spec"]["containers"][0]["image"] = runtime_image(
+        "my-tag"
+    )
 
     # when it is admitted
     verdict = admit(document)
@@ -394,7 +366,7 @@ def test_legacy_v1alpha1_component_type_converts_to_a_generic_component_with_a_w
             "services": {
                 "Worker": {
                     "componentType": "main",
-                    "extraPodSpec": {"mainContainer": {"image": _image()}},
+                    "extraPodSpec": {"mainContainer": {"image": runtime_image()}},
                 }
             }
         },
