@@ -121,12 +121,17 @@ def _schema(crd: dict[str, Any]) -> dict[str, Any]:
 
 
 @functools.cache
-def _upstream_version(kind: str) -> dict[str, Any]:
-    """Upstream's CRD version that matches ours (parsed once: the files are large)."""
+def _upstream_versions(kind: str) -> dict[str, dict[str, Any]]:
+    """Every version of upstream's CRD of a kind, by name (parsed once: the files are large)."""
     resource = _resource(kind)
     directory = GROVE_CRD_DIR if resource.group == "grove.io" else CRD_DIR
     (crd,) = load_documents(directory / f"{resource.group}_{resource.plural}.yaml")
-    return next(v for v in crd["spec"]["versions"] if v["name"] == resource.version)  # type: ignore[no-any-return]
+    return {version["name"]: version for version in crd["spec"]["versions"]}
+
+
+def _upstream_version(kind: str) -> dict[str, Any]:
+    """Upstream's CRD version that matches ours."""
+    return _upstream_versions(kind)[_resource(kind).version]
 
 
 def _field_paths(node: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
@@ -476,30 +481,32 @@ def test_subresources_match_upstream(kind: str) -> None:
     assert _version(render_crd(resource))["subresources"] == _upstream_version(resource.kind)["subresources"]
 
 
-def test_dgd_printer_columns_are_ready_state_backend_age() -> None:
+def _column_shapes(columns: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """What ``kubectl get`` shows of printer columns: name, type, path and priority, in order."""
+    return [(c["name"], c["type"], c["jsonPath"], c.get("priority")) for c in columns]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_printer_columns_of_every_served_version_match_upstream(kind: str) -> None:
+    # Given every version we serve of the kind, and upstream's versions of the same name
+    served = render_crd(_resource(kind))["spec"]["versions"]
+    upstream = _upstream_versions(kind)
+    for version in served:
+        # Then upstream serves that version too, with the same columns, paths and priorities, in order
+        assert version["name"] in upstream, f"{kind} {version['name']} is not an upstream version"
+        theirs = upstream[version["name"]].get("additionalPrinterColumns", [])
+        assert _column_shapes(version["additionalPrinterColumns"]) == _column_shapes(theirs), version["name"]
+
+
+def test_dgd_columns_are_upstreams_ready_backend_and_age() -> None:
     # Given the DGD's printer columns
     columns = _version(render_crd(_resource("DynamoGraphDeployment")))["additionalPrinterColumns"]
-    # Then they are Ready, State, Backend and Age, at the specified paths
-    assert [(c["name"], c["type"], c["jsonPath"]) for c in columns] == [
-        ("Ready", "string", '.status.conditions[?(@.type=="Ready")].status'),
-        ("State", "string", ".status.state"),
-        ("Backend", "string", ".spec.backendFramework"),
-        ("Age", "date", ".metadata.creationTimestamp"),
+    # Then they are upstream's three, so `kubectl get dgd` reads as it does with upstream's CRD
+    assert _column_shapes(columns) == [
+        ("Ready", "string", '.status.conditions[?(@.type=="Ready")].status', None),
+        ("Backend", "string", ".spec.backendFramework", None),
+        ("Age", "date", ".metadata.creationTimestamp", None),
     ]
-
-
-@pytest.mark.parametrize("kind", [k for k in KINDS if k != "DynamoGraphDeployment"])
-def test_printer_columns_match_upstream(kind: str) -> None:
-    # Given our printer columns and upstream's
-    resource = _resource(kind)
-    ours = _version(render_crd(resource))["additionalPrinterColumns"]
-    theirs = _upstream_version(resource.kind)["additionalPrinterColumns"]
-
-    def shape(columns: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-        return [(c["name"], c["type"], c["jsonPath"], c.get("priority")) for c in columns]
-
-    # Then they show the same columns, from the same paths, in the same order
-    assert shape(ours) == shape(theirs)
 
 
 def test_list_map_semantics_on_components_and_conditions() -> None:
