@@ -6,6 +6,9 @@ optional fields as ``anyOf [T, null]``, raw JSON as a bare ``object``. The API s
 ``x-kubernetes-int-or-string`` and ``x-kubernetes-preserve-unknown-fields``. ``structural_schema``
 makes that translation and refuses (``UnsupportedSchema``) anything it cannot express faithfully,
 so a model change that would silently weaken the CRD fails instead.
+
+Descriptions: a Struct's docstring describes its object (msgspec puts it there), and a field's
+docstring (``field_docs``) describes its property, replacing the Struct's where both exist.
 """
 
 from __future__ import annotations
@@ -13,7 +16,9 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+import msgspec.inspect
 
+from dgd.domain.field_docs import field_docs
 from dgd.messages.base import JSONObject, Model, sorted_keys
 
 #: The fields of every root object that belong to the API server, not to the kind's own schema.
@@ -41,8 +46,9 @@ def structural_schema(model: type[Model]) -> JSONObject:
 
     Guarantees: no ``$ref``/``$defs``/``title``/``default: null`` remain; every node has a ``type``
     unless it is int-or-string or preserves unknown fields; ``apiVersion`` and ``kind`` are plain
-    strings (the kind's tag enum does not leak), ``metadata`` a plain object; keys are sorted, so
-    the same models always give the same schema.
+    strings (the kind's tag enum does not leak), ``metadata`` a plain object; every property whose
+    field has a docstring carries it as its ``description``; keys are sorted, so the same models
+    always give the same schema.
     """
     document = msgspec.json.schema(model)
     definitions: dict[str, Any] = document.get("$defs", {})
@@ -50,8 +56,10 @@ def structural_schema(model: type[Model]) -> JSONObject:
     # The API server validates apiVersion, kind and metadata itself; the schema only names them.
     properties = root["properties"]
     properties["apiVersion"] = {"type": "string"}
-    properties["kind"] = {"type": "string"}
+    properties["kind"] = {"type": "string", "description": f"The kind of this object: `{_kind(model)}`."}
     properties["metadata"] = {"type": "object"}
+    # Field docstrings last: they describe the properties as the steps above left them.
+    _describe(root, msgspec.inspect.type_info(model))
     required = [name for name in root.get("required", []) if name not in _ROOT_FIELDS]
     if required:
         root["required"] = required
@@ -79,6 +87,41 @@ def node_at(schema: JSONObject, path: str) -> JSONObject:
     return node
 
 
+def _kind(model: type[Model]) -> str:
+    tag = model.__struct_config__.tag
+    assert isinstance(tag, str), f"{model.__name__} is not tagged with its kind"
+    return tag
+
+
+def _describe(node: JSONObject, info: msgspec.inspect.Type) -> None:
+    """Give each property below ``node`` its field's docstring, following the model's types."""
+    if isinstance(info, msgspec.inspect.Metadata):
+        _describe(node, info.type)
+    elif isinstance(info, msgspec.inspect.UnionType):
+        # Only ``T | None`` has fields below it; int-or-string has none.
+        branches = [branch for branch in info.types if not isinstance(branch, msgspec.inspect.NoneType)]
+        if len(branches) == 1:
+            _describe(node, branches[0])
+    elif isinstance(info, msgspec.inspect.StructType):
+        docs = field_docs(info.cls)
+        properties = node.get("properties", {})
+        # Fields of a node the schema leaves unexpanded (``metadata``, a plain object) are not shown.
+        for field in (field for field in info.fields if field.encode_name in properties):
+            child = properties[field.encode_name]
+            if field.name in docs:
+                child["description"] = _markup(docs[field.name])
+            _describe(child, field.type)
+    elif isinstance(info, msgspec.inspect.ListType | msgspec.inspect.SetType | msgspec.inspect.VarTupleType):
+        _describe(node.get("items", {}), info.item_type)
+    elif isinstance(info, msgspec.inspect.DictType) and isinstance(node.get("additionalProperties"), dict):
+        _describe(node["additionalProperties"], info.value_type)
+
+
+def _markup(text: str) -> str:
+    """reStructuredText's inline code (double backticks) as Markdown's, which kubectl users read."""
+    return text.replace("``", "`")
+
+
 def _structural(node: JSONObject, definitions: dict[str, Any], seen: frozenset[str]) -> JSONObject:
     # A reference is replaced by its definition; the referring node's own keys (if any) win.
     if "$ref" in node:
@@ -104,7 +147,7 @@ def _structural(node: JSONObject, definitions: dict[str, Any], seen: frozenset[s
             # Unknown fields are pruned anyway; the API server rejects an explicit false.
             continue
         if key == "description":
-            out[key] = value.replace("``", "`")
+            out[key] = _markup(value)
         elif key == "properties":
             out[key] = {name: _structural(child, definitions, seen) for name, child in value.items()}
         elif key in ("items", "additionalProperties") and isinstance(value, dict):

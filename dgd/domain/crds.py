@@ -159,7 +159,6 @@ DGD = CustomResource(
             json_path='.status.conditions[?(@.type=="Ready")].status',
             description="Whether every component of the graph is ready",
         ),
-        PrinterColumn(name="State", type="string", json_path=".status.state", description="Lifecycle state"),
         BACKEND,
         AGE,
     ),

@@ -22,15 +22,20 @@ class DCDSpec(SharedComponentSpec, frozen=True, kw_only=True):
     component's name and the graph's backend framework."""
 
     name: ComponentName | None = None
+    """The component's name in its graph, as written there."""
     backend_framework: BackendFramework | None = None
+    """The graph's inference backend: `sglang`, `vllm` or `trtllm`."""
 
 
 class DCDStatus(Model, frozen=True):
     """What the DCD controller observed of the component's workload."""
 
     observed_generation: int | None = None
+    """The `metadata.generation` the component deployment's controller last acted on."""
     conditions: list[Condition] | None = None
+    """The component deployment's conditions, such as `Available`."""
     component: ComponentReplicaStatus | None = None
+    """Replica counts of the component's workload (a Deployment or a LeaderWorkerSet)."""
 
 
 class DynamoComponentDeployment(Object[DCDSpec, DCDStatus], frozen=True, tag_field="kind", tag=KIND):

@@ -50,9 +50,13 @@ class Object(Model, Generic[SpecT, StatusT], frozen=True):
     written it, the observed ``status``. A kind subclasses it tagged with its ``kind``."""
 
     api_version: str
+    """The group and version the object is written in, as `<group>/<version>`."""
     metadata: ObjectMeta
+    """Standard object metadata: name, namespace, labels, annotations, owner references, finalizers."""
     spec: SpecT
+    """The desired state of the object."""
     status: StatusT | None = None
+    """The observed state, written by the object's controller through the status subresource."""
 
 
 def identity(obj: Any) -> tuple[str | None, str, str]:
@@ -98,11 +102,17 @@ class Condition(Model, frozen=True):
     """A ``metav1.Condition``: one observed aspect of an object's state."""
 
     type: Annotated[str, msgspec.Meta(pattern=CONDITION_TYPE_PATTERN, max_length=316)]
+    """What the condition is about, such as `Ready`; an object has at most one condition of each type."""
     status: ConditionStatus
+    """Whether the condition holds: `True`, `False` or `Unknown`."""
     last_transition_time: str
+    """When `status` last changed (RFC 3339)."""
     reason: Annotated[str, msgspec.Meta(pattern=CONDITION_REASON_PATTERN, min_length=1, max_length=1024)]
+    """One machine-readable word for why the condition has its status, such as `pods_not_ready`."""
     message: Annotated[str, msgspec.Meta(max_length=32768)]
+    """The reason in words, for people; may be empty."""
     observed_generation: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    """The `metadata.generation` of the object the condition was computed from."""
 
 
 class ObjectReference(Model, frozen=True):

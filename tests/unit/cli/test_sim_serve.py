@@ -97,8 +97,8 @@ def test_kubectl_applies_gets_waits_for_and_deletes_a_dgd(serving: Serving) -> N
     assert waited.returncode == 0, waited.stderr
     assert "condition met" in waited.stdout
     header, row = listed.stdout.splitlines()
-    assert header.split() == ["NAME", "READY", "STATE", "BACKEND", "AGE"]
-    assert row.split()[:4] == ["demo-agg", "True", "successful", "vllm"]
+    assert header.split() == ["NAME", "READY", "BACKEND", "AGE"]
+    assert row.split()[:3] == ["demo-agg", "True", "vllm"]
     assert len(pods.stdout.split()) == 3  # the frontend and two workers
     assert deleted.returncode == 0, deleted.stderr
     assert deleted.stdout.strip() == 'dynamographdeployment.nvidia.com "demo-agg" deleted'

@@ -433,14 +433,8 @@ async def test_table_printing_uses_the_crd_printer_columns(served: Served) -> No
 
     # then the columns are the CRD's and the row holds the DGD's values
     assert table["kind"] == "Table"
-    assert [column["name"] for column in table["columnDefinitions"]] == [
-        "Name",
-        "Ready",
-        "State",
-        "Backend",
-        "Age",
-    ]
-    assert table["rows"][0]["cells"][:4] == ["graph", None, "pending", "vllm"]
+    assert [column["name"] for column in table["columnDefinitions"]] == ["Name", "Ready", "Backend", "Age"]
+    assert table["rows"][0]["cells"][:3] == ["graph", None, "vllm"]
 
 
 async def test_core_events_are_a_read_only_view_of_the_stored_events(served: Served) -> None:

@@ -122,12 +122,17 @@ def _schema(crd: dict[str, Any]) -> dict[str, Any]:
 
 
 @functools.cache
-def _upstream_version(kind: str) -> dict[str, Any]:
-    """Upstream's CRD version that matches ours (parsed once: the files are large)."""
+def _upstream_versions(kind: str) -> dict[str, dict[str, Any]]:
+    """Every version of upstream's CRD of a kind, by name (parsed once: the files are large)."""
     resource = _resource(kind)
     directory = GROVE_CRD_DIR if resource.group == "grove.io" else CRD_DIR
     (crd,) = load_documents(directory / f"{resource.group}_{resource.plural}.yaml")
-    return next(v for v in crd["spec"]["versions"] if v["name"] == resource.version)  # type: ignore[no-any-return]
+    return {version["name"]: version for version in crd["spec"]["versions"]}
+
+
+def _upstream_version(kind: str) -> dict[str, Any]:
+    """Upstream's CRD version that matches ours."""
+    return _upstream_versions(kind)[_resource(kind).version]
 
 
 def _field_paths(node: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
@@ -151,6 +156,20 @@ def _schema_nodes(node: dict[str, Any], path: str = "<root>") -> Iterator[tuple[
     """The root and every field node, each with its path."""
     yield path, node
     yield from _nested(node, "")
+
+
+def _undescribed(schema: dict[str, Any]) -> list[str]:
+    """The path of every property (at any depth, in items and map values too) without a description."""
+    return [
+        path
+        for path, node in _field_paths(schema)
+        if not path.endswith(("[]", "{}")) and not str(node.get("description", "")).strip()
+    ]
+
+
+def _undescribed_node(node: dict[str, Any]) -> dict[str, Any]:
+    """A schema node without its description, to compare its shape alone."""
+    return {key: value for key, value in node.items() if key != "description"}
 
 
 def _covers(prefix: str, path: str) -> bool:
@@ -220,9 +239,11 @@ def test_root_names_api_version_kind_and_metadata_without_constraining_them(kind
     # Given the generated schema of one kind
     properties = _schema(render_crd(_resource(kind)))["properties"]
     # Then the kind's tag enum did not leak, and metadata is left to the API server
-    assert properties["apiVersion"] == {"type": "string"}
-    assert properties["kind"] == {"type": "string"}
-    assert properties["metadata"] == {"type": "object"}
+    assert _undescribed_node(properties["apiVersion"]) == {"type": "string"}
+    assert _undescribed_node(properties["kind"]) == {"type": "string"}
+    assert _undescribed_node(properties["metadata"]) == {"type": "object"}
+    # And the kind's description names it
+    assert properties["kind"]["description"] == f"The kind of this object: `{kind}`."
 
 
 def test_raw_json_preserves_unknown_fields_and_quantities_are_int_or_string() -> None:
@@ -231,7 +252,10 @@ def test_raw_json_preserves_unknown_fields_and_quantities_are_int_or_string() ->
         "components"
     ]["items"]["properties"]
     # Then the raw pod template keeps whatever it is given
-    assert component["podTemplate"] == {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    assert _undescribed_node(component["podTemplate"]) == {
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": True,
+    }
     # And a quantity accepts an int or a string matching the quantity pattern
     shared_memory = component["sharedMemorySize"]
     assert shared_memory["x-kubernetes-int-or-string"] is True
@@ -279,6 +303,97 @@ def test_json_schema_vocabulary_is_translated_to_openapi() -> None:
     assert node_at(schema, "byName{}[]") == {"type": "integer"}
     # And only the kind's own fields are required
     assert schema["required"] == ["aboveZero"]
+
+
+# (a') Every property says what it is, so `kubectl explain` does.
+
+
+class _Inner(Model, frozen=True):
+    """An inner object."""
+
+    level: int
+    """How deep it is.
+
+    A second paragraph,
+    wrapped in the source."""
+    note: str | None = None
+
+
+class _Base(Model, frozen=True, kw_only=True):
+    shared: str | None = None
+    """Declared on the base."""
+    renamed: str | None = None
+    """Said by the base."""
+
+
+class _Described(_Base, frozen=True, kw_only=True, tag_field="kind", tag="Described"):
+    api_version: str
+    inner: _Inner
+    """``inner``, described by its field."""
+    inners: list[_Inner] | None = None
+    """Several inner objects."""
+    by_name: dict[str, _Inner] | None = None
+    """Inner objects by name."""
+    renamed: str | None = None
+    """Said by the subclass."""
+    raw: JSONObject | None = None
+    """Kept as raw JSON."""
+    undocumented: int | None = None
+
+
+def test_field_docstrings_describe_their_properties_at_every_depth() -> None:
+    # Given a model whose fields carry docstrings, nested in objects, lists and maps
+    schema = structural_schema(_Described)
+    # Then a field's docstring describes its property, in Markdown, one line per paragraph
+    assert node_at(schema, "inner")["description"] == "`inner`, described by its field."
+    deep = "How deep it is.\n\nA second paragraph, wrapped in the source."
+    assert [node_at(schema, path)["description"] for path in ("inner.level", "inners[].level")] == [
+        deep,
+        deep,
+    ]
+    assert node_at(schema, "byName{}.level")["description"] == deep
+    # And a Struct's docstring still describes list items and map values
+    assert node_at(schema, "inners[]")["description"] == "An inner object."
+    assert node_at(schema, "byName{}")["description"] == "An inner object."
+    # And inherited fields keep their docstring, unless the subclass redeclares them
+    assert node_at(schema, "shared")["description"] == "Declared on the base."
+    assert node_at(schema, "renamed")["description"] == "Said by the subclass."
+    # And raw JSON is described as a field, its inside left open
+    assert node_at(schema, "raw") == {
+        "description": "Kept as raw JSON.",
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": True,
+    }
+
+
+def test_the_description_check_names_each_undescribed_property() -> None:
+    # Given a model with fields that have no docstring, at the top and inside objects, lists and maps
+    schema = structural_schema(_Described)
+    # When the schema is checked for descriptions
+    undescribed = _undescribed(schema)
+    # Then each undescribed property is named by its path, and nothing else
+    assert undescribed == [
+        "apiVersion",
+        "byName{}.note",
+        "inner.note",
+        "inners[].note",
+        "metadata",
+        "undocumented",
+    ]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_property_of_every_served_version_has_a_description(kind: str) -> None:
+    # Given every version of the generated CRD of one kind
+    versions = render_crd(_resource(kind))["spec"]["versions"]
+    # When each schema is walked, through nested objects, list items and map values
+    undescribed = [
+        f"{version['name']}: {path}"
+        for version in versions
+        for path in _undescribed(version["schema"]["openAPIV3Schema"])
+    ]
+    # Then every property says what it is (write a docstring under the field that lacks one)
+    assert undescribed == []
 
 
 # (b) The checked-in files are what the code generates.
@@ -369,30 +484,32 @@ def test_subresources_match_upstream(kind: str) -> None:
     assert _version(render_crd(resource))["subresources"] == _upstream_version(resource.kind)["subresources"]
 
 
-def test_dgd_printer_columns_are_ready_state_backend_age() -> None:
+def _column_shapes(columns: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """What ``kubectl get`` shows of printer columns: name, type, path and priority, in order."""
+    return [(c["name"], c["type"], c["jsonPath"], c.get("priority")) for c in columns]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_printer_columns_of_every_served_version_match_upstream(kind: str) -> None:
+    # Given every version we serve of the kind, and upstream's versions of the same name
+    served = render_crd(_resource(kind))["spec"]["versions"]
+    upstream = _upstream_versions(kind)
+    for version in served:
+        # Then upstream serves that version too, with the same columns, paths and priorities, in order
+        assert version["name"] in upstream, f"{kind} {version['name']} is not an upstream version"
+        theirs = upstream[version["name"]].get("additionalPrinterColumns", [])
+        assert _column_shapes(version["additionalPrinterColumns"]) == _column_shapes(theirs), version["name"]
+
+
+def test_dgd_columns_are_upstreams_ready_backend_and_age() -> None:
     # Given the DGD's printer columns
     columns = _version(render_crd(_resource("DynamoGraphDeployment")))["additionalPrinterColumns"]
-    # Then they are Ready, State, Backend and Age, at the specified paths
-    assert [(c["name"], c["type"], c["jsonPath"]) for c in columns] == [
-        ("Ready", "string", '.status.conditions[?(@.type=="Ready")].status'),
-        ("State", "string", ".status.state"),
-        ("Backend", "string", ".spec.backendFramework"),
-        ("Age", "date", ".metadata.creationTimestamp"),
+    # Then they are upstream's three, so `kubectl get dgd` reads as it does with upstream's CRD
+    assert _column_shapes(columns) == [
+        ("Ready", "string", '.status.conditions[?(@.type=="Ready")].status', None),
+        ("Backend", "string", ".spec.backendFramework", None),
+        ("Age", "date", ".metadata.creationTimestamp", None),
     ]
-
-
-@pytest.mark.parametrize("kind", [k for k in KINDS if k != "DynamoGraphDeployment"])
-def test_printer_columns_match_upstream(kind: str) -> None:
-    # Given our printer columns and upstream's
-    resource = _resource(kind)
-    ours = _version(render_crd(resource))["additionalPrinterColumns"]
-    theirs = _upstream_version(resource.kind)["additionalPrinterColumns"]
-
-    def shape(columns: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-        return [(c["name"], c["type"], c["jsonPath"], c.get("priority")) for c in columns]
-
-    # Then they show the same columns, from the same paths, in the same order
-    assert shape(ours) == shape(theirs)
 
 
 def test_list_map_semantics_on_components_and_conditions() -> None:
