@@ -291,7 +291,7 @@ def configurations(
         if namespace
         else {}
     )
-    dgd = "dynamographdeployments"
+    dgd, dcd = "dynamographdeployments", "dynamocomponentdeployments"
 
     def hook(name: str, path: str, rule: JSONObject) -> JSONObject:
         return {
@@ -314,6 +314,14 @@ def configurations(
                 f"/mutate/nvidia.com/v1beta1/{dgd}",
                 _rule("v1beta1", dgd, create_update),
             ),
+            {
+                **hook(
+                    "mdynamocomponentdeploymentv1beta1.kb.io",
+                    "/mutate-nvidia-com-v1beta1-dynamocomponentdeployment",
+                    _rule("v1beta1", dcd, create_update),
+                ),
+                "matchPolicy": "Exact",
+            },
         ],
     }
     validating = {
@@ -325,6 +333,16 @@ def configurations(
                 "vdynamographdeployment.kb.io",
                 f"/validate/nvidia.com/v1beta1/{dgd}",
                 _rule("v1beta1", dgd, create_update),
+            ),
+            hook(
+                "vdynamocomponentdeployment.kb.io",
+                f"/validate/nvidia.com/v1beta1/{dcd}",
+                _rule("v1beta1", dcd, create_update),
+            ),
+            hook(
+                "vdynamocheckpoint.kb.io",
+                "/validate-nvidia-com-v1alpha1-dynamocheckpoint",
+                _rule("v1alpha1", "dynamocheckpoints", create_update),
             ),
         ],
     }

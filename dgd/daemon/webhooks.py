@@ -44,11 +44,16 @@ logger = logging.getLogger("dgd.webhooks")
 #: object, a review carries two).
 MAX_BODY = 8 * 1024 * 1024
 
-#: Path -> handler, as upstream serves them (§4.1). The v1alpha1 DCD validator is served although no
-#: configuration points at it, as upstream does.
+#: Path -> handler, as upstream serves them (§4.1). Not served: the DGDR and DynamoModel handlers
+#: (kinds this operator does not manage), upstream's v1alpha1 DCD validator (no configuration points at
+#: it) and the pod checkpoint-restore mutator (not built yet: checkpoint-restore pods are shaped at
+#: render time only).
 ADMISSION_PATHS: Mapping[str, Handler] = {
     "/mutate/nvidia.com/v1beta1/dynamographdeployments": handlers.mutate_dgd,
     "/validate/nvidia.com/v1beta1/dynamographdeployments": handlers.validate_dgd,
+    "/mutate-nvidia-com-v1beta1-dynamocomponentdeployment": handlers.mutate_dcd,
+    "/validate/nvidia.com/v1beta1/dynamocomponentdeployments": handlers.validate_dcd,
+    "/validate-nvidia-com-v1alpha1-dynamocheckpoint": handlers.validate_checkpoint,
 }
 CONVERSION_PATH = "/convert"
 

@@ -21,13 +21,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import msgspec
 
+from dgd.domain.admission import checkpoint as checkpoint_rules
+from dgd.domain.admission import dcd as dcd_rules
 from dgd.domain.admission.defaulting import default_dgd
 from dgd.domain.admission.errors import FieldError
 from dgd.domain.admission.json_patch import diff
-from dgd.domain.admission.validation import Verdict, admit
+from dgd.domain.admission.principals import Requester
+from dgd.domain.admission.update import validate_update
+from dgd.domain.admission.validation import admit
 from dgd.messages.admission import (
     AdmissionRequest,
     AdmissionResponse,
@@ -37,7 +42,10 @@ from dgd.messages.admission import (
 )
 from dgd.messages.base import JSONObject
 from dgd.messages.config import COMPATIBLE_UPSTREAM_VERSION
+from dgd.messages.dcd import DynamoComponentDeployment
 from dgd.messages.dgd import DynamoGraphDeployment
+
+T = TypeVar("T")
 
 GROUP = "nvidia.com"
 V1BETA1 = "v1beta1"
@@ -126,12 +134,17 @@ def wrong_version(request: AdmissionRequest) -> AdmissionResponse | None:
     )
 
 
-def _decoded(request: AdmissionRequest) -> DynamoGraphDeployment | AdmissionResponse:
-    """The request's DGD, or the refusal of what is not one (naming the field our model refuses)."""
+def _decoded(request: AdmissionRequest, model: type[T], obj: JSONObject | None) -> T | AdmissionResponse:
+    """``obj`` as ``model``, or the refusal of what is not one (naming the field our model refuses)."""
     try:
-        return msgspec.convert(request.object, DynamoGraphDeployment)
+        return msgspec.convert(obj, model)
     except msgspec.ValidationError as error:
-        return refused(request, 400, "BadRequest", f"the object is not a DynamoGraphDeployment: {error}")
+        return refused(request, 400, "BadRequest", f"the object is not a {request.kind.kind}: {error}")
+
+
+def _requester(request: AdmissionRequest) -> Requester | None:
+    user = request.user_info
+    return Requester(user.username, tuple(user.groups or ())) if user.username else None
 
 
 def mutate_dgd(request: AdmissionRequest, settings: AdmissionSettings) -> AdmissionResponse:
@@ -141,7 +154,7 @@ def mutate_dgd(request: AdmissionRequest, settings: AdmissionSettings) -> Admiss
     problem = wrong_version(request)
     if problem is not None:
         return problem
-    dgd = _decoded(request)
+    dgd = _decoded(request, DynamoGraphDeployment, request.object)
     if isinstance(dgd, AdmissionResponse):
         return dgd
     defaulted = default_dgd(
@@ -154,23 +167,86 @@ def mutate_dgd(request: AdmissionRequest, settings: AdmissionSettings) -> Admiss
 
 
 def validate_dgd(request: AdmissionRequest, settings: AdmissionSettings) -> AdmissionResponse:
-    """DGD validation: §4.4 on CREATE (every error at once; warnings as warnings)."""
+    """DGD validation: §4.4 on CREATE, §4.5 on UPDATE with the requester's exemptions (§4.6); every
+    independent error at once, warnings as warnings."""
+    if request.operation not in ("CREATE", "UPDATE") or request.object is None:
+        return allowed(request)
+    problem = wrong_version(request)
+    if problem is not None:
+        return problem
+    if request.operation == "CREATE":
+        verdict = admit(
+            request.object, grove_enabled=settings.grove_enabled, operator_version=settings.operator_version
+        )
+        return answer(request, verdict.errors, verdict.warnings)
+    new = _decoded(request, DynamoGraphDeployment, request.object)
+    old = _decoded(request, DynamoGraphDeployment, request.old_object)
+    if isinstance(new, AdmissionResponse):
+        return new
+    if isinstance(old, AdmissionResponse):
+        return old
+    verdict = validate_update(
+        old,
+        new,
+        requester=_requester(request),
+        operator_principal=settings.operator_principal,
+        grove_enabled=settings.grove_enabled,
+    )
+    return answer(request, verdict.errors, verdict.warnings)
+
+
+def mutate_dcd(request: AdmissionRequest, settings: AdmissionSettings) -> AdmissionResponse:
+    """DCD defaulting (§4.2): on CREATE, ``spec.name`` is the object's name when empty."""
     if request.operation != "CREATE" or request.object is None:
         return allowed(request)
     problem = wrong_version(request)
     if problem is not None:
         return problem
-    verdict = admit(
-        request.object, grove_enabled=settings.grove_enabled, operator_version=settings.operator_version
+    spec = request.object.get("spec")
+    name = _name(request.object)
+    if not isinstance(spec, dict) or spec.get("name") or not name:
+        return allowed(request)
+    return allowed(request, patch=[{"op": "add", "path": "/spec/name", "value": name}])
+
+
+def validate_dcd(request: AdmissionRequest, settings: AdmissionSettings) -> AdmissionResponse:
+    """DCD validation (§4.7) on CREATE and UPDATE."""
+    if request.operation not in ("CREATE", "UPDATE") or request.object is None:
+        return allowed(request)
+    problem = wrong_version(request)
+    if problem is not None:
+        return problem
+    new = _decoded(request, DynamoComponentDeployment, request.object)
+    if isinstance(new, AdmissionResponse):
+        return new
+    old: DynamoComponentDeployment | None = None
+    if request.operation == "UPDATE":
+        stored = _decoded(request, DynamoComponentDeployment, request.old_object)
+        if isinstance(stored, AdmissionResponse):
+            return stored
+        old = stored
+    verdict = dcd_rules.validate_dcd(new, old)
+    return answer(request, verdict.errors, verdict.warnings)
+
+
+def validate_checkpoint(request: AdmissionRequest, settings: AdmissionSettings) -> AdmissionResponse:
+    """DynamoCheckpoint validation (§4.7) on CREATE and UPDATE: the gate, GMS, identity."""
+    if request.operation not in ("CREATE", "UPDATE") or request.object is None:
+        return allowed(request)
+    old = request.old_object if request.operation == "UPDATE" else None
+    errors = checkpoint_rules.validate_checkpoint(
+        request.object, old, checkpoint_enabled=settings.checkpoint_enabled
     )
-    return answer(request, "DynamoGraphDeployment", verdict)
+    return answer(request, errors, [])
 
 
-def answer(request: AdmissionRequest, kind: str, verdict: Verdict) -> AdmissionResponse:
-    """The response to a verdict: refused with every error, or allowed with every warning."""
-    if verdict.errors:
-        return invalid(request, kind, verdict.errors, verdict.warnings)
-    return allowed(request, warnings=[str(w) for w in verdict.warnings])
+def answer(
+    request: AdmissionRequest, errors: Sequence[FieldError], warnings: Sequence[FieldError]
+) -> AdmissionResponse:
+    """Refused with every error (as invalid), or allowed with every warning."""
+    if errors:
+        return invalid(request, request.kind.kind, errors, warnings)
+    return allowed(request, warnings=[str(w) for w in warnings])
 
 
 #: The conversion webhook's handler, when this build serves conversion (``None``: ``/convert`` is not

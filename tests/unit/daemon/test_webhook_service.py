@@ -158,6 +158,15 @@ async def test_certificates_someone_else_manages_are_read_again_when_they_change
                 await anyio.sleep(0.02)
 
 
+def rule(version: str, resource: str) -> dict[str, object]:
+    return {
+        "apiGroups": ["nvidia.com"],
+        "apiVersions": [version],
+        "operations": ["CREATE", "UPDATE"],
+        "resources": [resource],
+    }
+
+
 def test_url_registration_points_every_webhook_and_the_conversion_at_the_address() -> None:
     settings = WebhookSettings(address="127.0.0.1:9443", register="url", secret_namespace=NS)
     bundle = b"-----BEGIN CERTIFICATE-----\n...\n"
@@ -171,16 +180,36 @@ def test_url_registration_points_every_webhook_and_the_conversion_at_the_address
         "dynamo-operator-validating",
     )
     hooks = mutating["webhooks"] + validating["webhooks"]
-    assert [(hook["name"], hook["clientConfig"]["url"]) for hook in hooks] == [
+    base = "https://127.0.0.1:9443"
+    assert [(hook["name"], hook["clientConfig"]["url"], hook["rules"]) for hook in hooks] == [
         (
             "mdynamographdeployment.kb.io",
-            "https://127.0.0.1:9443/mutate/nvidia.com/v1beta1/dynamographdeployments",
+            f"{base}/mutate/nvidia.com/v1beta1/dynamographdeployments",
+            [rule("v1beta1", "dynamographdeployments")],
+        ),
+        (
+            "mdynamocomponentdeploymentv1beta1.kb.io",
+            f"{base}/mutate-nvidia-com-v1beta1-dynamocomponentdeployment",
+            [rule("v1beta1", "dynamocomponentdeployments")],
         ),
         (
             "vdynamographdeployment.kb.io",
-            "https://127.0.0.1:9443/validate/nvidia.com/v1beta1/dynamographdeployments",
+            f"{base}/validate/nvidia.com/v1beta1/dynamographdeployments",
+            [rule("v1beta1", "dynamographdeployments")],
+        ),
+        (
+            "vdynamocomponentdeployment.kb.io",
+            f"{base}/validate/nvidia.com/v1beta1/dynamocomponentdeployments",
+            [rule("v1beta1", "dynamocomponentdeployments")],
+        ),
+        (
+            "vdynamocheckpoint.kb.io",
+            f"{base}/validate-nvidia-com-v1alpha1-dynamocheckpoint",
+            [rule("v1alpha1", "dynamocheckpoints")],
         ),
     ]
+    # the DCD defaulting matches its version exactly (§4.1), the others as the API server's default
+    assert [hook.get("matchPolicy") for hook in hooks] == [None, "Exact", None, None, None]
     for hook in hooks:
         assert base64.b64decode(hook["clientConfig"]["caBundle"]) == bundle
         assert (hook["failurePolicy"], hook["sideEffects"], hook["timeoutSeconds"]) == ("Fail", "None", 10)
@@ -199,7 +228,7 @@ def test_namespace_restricted_registration_selects_the_namespace_and_names_itsel
     (_, mutating), _ = configurations(settings, b"", url=None, namespace="team-a")
 
     assert mutating["metadata"]["name"] == "dynamo-operator-mutating-team-a-operator"
-    (hook,) = mutating["webhooks"]
+    hook = mutating["webhooks"][0]
     assert hook["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "team-a"}}
     assert hook["clientConfig"] == {
         "service": {
