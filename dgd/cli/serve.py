@@ -42,6 +42,7 @@ from dgd.messages.config import OperatorConfig
 from dgd.messages.timestamps import wall_clock
 from dgd.sim import WorldSettings
 from dgd.sim import run as run_loop
+from dgd.sim.admission import SIMULATED_OPERATOR, simulated_admission, webhook_chain
 from dgd.sim.apiserver.catalog import CUSTOM_RESOURCE_DEFINITION
 from dgd.sim.apiserver.server import Facade, serve, write_kubeconfig
 from dgd.sim.key_pool import KeyPool
@@ -148,6 +149,9 @@ class _Server:
             rng=random.Random(self._seeds.getrandbits(64)),
             history_size=HISTORY,
             watch_buffer=HISTORY,
+            # The operator's webhooks, in process: what `validate` refuses, kubectl is refused too.
+            admission=webhook_chain(simulated_admission(self._config, self._settings)),
+            user=SIMULATED_OPERATOR,
         )
         # What the cluster starts with, written by the world's own client.
         world = cluster.client()

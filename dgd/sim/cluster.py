@@ -33,6 +33,7 @@ from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.memory.store import Change
 from dgd.cluster.protocol import Cluster
 from dgd.messages.config import OperatorConfig
+from dgd.sim.admission import SIMULATED_OPERATOR, simulated_admission, webhook_chain
 from dgd.sim.clock import EPOCH
 from dgd.sim.world.bootstrap import Discovery, bootstrap
 from dgd.sim.world.checkpoint import CheckpointController
@@ -174,6 +175,8 @@ class SimulatedCluster:
             rng=random.Random(seeds.getrandbits(64)),
             history_size=self._history_size,
             watch_buffer=self._watch_buffer,
+            admission=webhook_chain(simulated_admission(self._config, self._settings)),
+            user=SIMULATED_OPERATOR,
         )
         self._cluster = server
         world = server.client()

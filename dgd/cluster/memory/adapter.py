@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 import msgspec
 
+from dgd.cluster.admission import Admission
 from dgd.cluster.errors import Gone, Invalid, NotFound, RequestEntityTooLarge
 from dgd.cluster.memory.faults import Decision, Faults, Request, Verb
 from dgd.cluster.memory.server import ApiServer
@@ -78,8 +79,12 @@ class MemoryCluster:
         watch_buffer: int = 1000,
         bookmark_interval: float = 60.0,
         namespaces: Iterable[str] = (),
+        admission: Admission | None = None,
+        user: str = "admin",
     ) -> None:
         self._seeds = rng if rng is not None else random.Random(0)
+        #: Who this client writes as, to the admission chain (``as_user`` gives another client).
+        self.user = user
         # Separate streams, so adding a fault rule does not change the uids a run produces.
         self._server = ApiServer(
             resources,
@@ -87,6 +92,7 @@ class MemoryCluster:
             rng=random.Random(self._seeds.getrandbits(64)),
             history_size=history_size,
             namespaces=namespaces,
+            admission=admission,
         )
         self.faults = Faults(random.Random(self._seeds.getrandbits(64)))
         self._hub = WatchHub(self._server.store)
@@ -105,12 +111,14 @@ class MemoryCluster:
     def open_watches(self) -> int:
         return self._hub.count()
 
-    def client(self) -> MemoryCluster:
+    def client(self, user: str | None = None) -> MemoryCluster:
         """Another client of the same server with its own (initially empty) fault rules — e.g. for
-        the simulated controllers, so faults aimed at the operator do not hit them."""
+        the simulated controllers, so faults aimed at the operator do not hit them — writing as
+        ``user`` (default: this client's user) to the admission chain."""
         other = copy.copy(self)
         other.faults = Faults(random.Random(self._seeds.getrandbits(64)))
         other._watches = {}
+        other.user = self.user if user is None else user
         return other
 
     def observe(self, listener: Callable[[Change], None]) -> Callable[[], None]:
@@ -180,7 +188,7 @@ class MemoryCluster:
 
     async def create(self, resource: Resource[T], obj: T) -> T:
         data = await self._request_to_write("create", resource, obj)
-        return resource.decode(self._server.create(resource, data).blob)
+        return resource.decode(self._server.create(resource, data, user=self.user).blob)
 
     def create_loose(self, resource: Resource[Any], data: JSONObject) -> JSONObject:
         """Store an object as a CRD looser than the resource's model would admit it (not through the
@@ -193,12 +201,14 @@ class MemoryCluster:
 
     async def replace(self, resource: Resource[T], obj: T) -> T:
         data = await self._request_to_write("update", resource, obj)
-        return resource.decode(self._server.update(resource, data).blob)
+        return resource.decode(self._server.update(resource, data, user=self.user).blob)
 
     async def patch(self, key: ObjectKey[T], patch: JSONObject, *, resource_version: str | None = None) -> T:
         await self._request("patch", key.resource, namespace=key.namespace, name=key.name)
         body = _with_version(_to_json(patch), resource_version)
-        return key.resource.decode(self._server.patch(key.resource, key.namespace, key.name, body).blob)
+        return key.resource.decode(
+            self._server.patch(key.resource, key.namespace, key.name, body, user=self.user).blob
+        )
 
     async def delete(
         self,

@@ -16,9 +16,10 @@ from __future__ import annotations
 import random
 import uuid
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
 from dgd.cluster import merge_patch
+from dgd.cluster.admission import Admission, AdmissionAttempt
 from dgd.cluster.errors import AlreadyExists, Cause, Conflict, Forbidden, Invalid, NotFound, ServerError
 from dgd.cluster.memory.garbage import GarbageCollector
 from dgd.cluster.memory.selectors import Selector
@@ -55,8 +56,10 @@ class ApiServer:
         rng: random.Random,
         history_size: int,
         namespaces: Iterable[str] = (),
+        admission: Admission | None = None,
     ) -> None:
         self.resources = {str(resource): resource for resource in resources}
+        self.admission = admission
         self.store = Store(self.resources, history_size)
         self.clock = clock
         self.rng = rng
@@ -93,7 +96,9 @@ class ApiServer:
 
     # Writes.
 
-    def create(self, resource: Resource[Any], data: JSONObject, *, loose: bool = False) -> Stored:
+    def create(
+        self, resource: Resource[Any], data: JSONObject, *, loose: bool = False, user: str = ""
+    ) -> Stored:
         """POST of a new object; ``loose``: admitted as a CRD looser than the resource's model would
         admit it (the model is not checked), to see what the operator does with what it cannot read."""
         metadata = _metadata(resource, data)
@@ -106,6 +111,8 @@ class ApiServer:
             raise invalid(resource, metadata, [Cause("metadata.name", "name or generateName is required")])
         prepare_create(resource, data, uid="", now=self.now())
         if not loose:
+            data = self._admit("CREATE", resource, data, None, user)
+            metadata = _metadata(resource, data)
             validate(resource, data)
         self._admit_namespace(resource, metadata)
         key = self.key(resource, metadata.get("namespace"), metadata["name"])
@@ -121,7 +128,9 @@ class ApiServer:
         self._settle()
         return stored
 
-    def update(self, resource: Resource[Any], data: JSONObject, *, status: bool = False) -> Stored:
+    def update(
+        self, resource: Resource[Any], data: JSONObject, *, status: bool = False, user: str = ""
+    ) -> Stored:
         """PUT of the object (``status``: of its status subresource)."""
         metadata = _metadata(resource, data)
         current = self.get(resource, metadata.get("namespace"), _name(metadata))
@@ -130,7 +139,10 @@ class ApiServer:
         self._require_version(resource, current, metadata.get("resourceVersion"))
         self._check_version(resource, current, metadata.get("resourceVersion"))
         old = current.thaw()
-        return self._write(resource, current, prepare(resource, old, data, status=status))
+        new = prepare(resource, old, data, status=status)
+        return self._write(
+            resource, current, new if status else self._admit("UPDATE", resource, new, old, user)
+        )
 
     def patch(
         self,
@@ -140,6 +152,7 @@ class ApiServer:
         patch: JSONObject,
         *,
         status: bool = False,
+        user: str = "",
     ) -> Stored:
         """JSON merge patch of the object (``status``: of its status subresource)."""
         current = self.get(resource, namespace, name)
@@ -153,7 +166,10 @@ class ApiServer:
         metadata = _metadata(resource, patched)
         if (metadata.get("namespace"), metadata.get("name")) != (namespace, name):
             raise Invalid("a patch may not change the name or namespace", bad_request=True)
-        return self._write(resource, current, prepare(resource, old, patched, status=status))
+        new = prepare(resource, old, patched, status=status)
+        return self._write(
+            resource, current, new if status else self._admit("UPDATE", resource, new, old, user)
+        )
 
     def delete(
         self,
@@ -270,6 +286,29 @@ class ApiServer:
 
     def now(self) -> str:
         return rfc3339(self.clock())
+
+    def _admit(
+        self,
+        operation: Literal["CREATE", "UPDATE"],
+        resource: Resource[Any],
+        new: JSONObject,
+        old: JSONObject | None,
+        user: str,
+    ) -> JSONObject:
+        """``new`` as the admission chain lets it be stored (unchanged without one)."""
+        if self.admission is None:
+            return new
+        attempt = AdmissionAttempt(
+            operation=operation,
+            group=resource.group,
+            version=resource.version,
+            kind=resource.kind,
+            plural=resource.plural,
+            obj=new,
+            old=old,
+            user=user,
+        )
+        return self.admission(attempt)
 
     def _write(self, resource: Resource[Any], current: Stored, new: JSONObject) -> Stored:
         validate(resource, new)

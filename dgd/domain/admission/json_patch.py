@@ -9,6 +9,7 @@ length changed is replaced whole. Keys are escaped as RFC 6901 says (``~`` → `
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 
@@ -39,3 +40,34 @@ def diff(before: Any, after: Any, at: tuple[str | int, ...] = ()) -> list[dict[s
     if before == after and type(before) is type(after):
         return []
     return [{"op": "replace", "path": pointer(*at), "value": after}]
+
+
+def _unescape(token: str) -> str:
+    return token.replace("~1", "/").replace("~0", "~")
+
+
+def apply(document: Any, operations: list[dict[str, Any]]) -> Any:
+    """``document`` with ``operations`` (``add``, ``replace``, ``remove``, as ``diff`` makes them)
+    applied, as a new value (``document`` is not changed)."""
+    result = copy.deepcopy(document)
+    for operation in operations:
+        *parents, last = [_unescape(token) for token in operation["path"].split("/")[1:]] or [""]
+        if operation["path"] == "":
+            result = copy.deepcopy(operation["value"])
+            continue
+        holder = result
+        for token in parents:
+            holder = holder[int(token)] if isinstance(holder, list) else holder[token]
+        if isinstance(holder, list):
+            index = len(holder) if last == "-" else int(last)
+            if operation["op"] == "remove":
+                del holder[index]
+            elif operation["op"] == "add":
+                holder.insert(index, copy.deepcopy(operation["value"]))
+            else:
+                holder[index] = copy.deepcopy(operation["value"])
+        elif operation["op"] == "remove":
+            del holder[last]
+        else:
+            holder[last] = copy.deepcopy(operation["value"])
+    return result

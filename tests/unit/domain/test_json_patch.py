@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dgd.domain.admission.json_patch import diff, pointer
+from dgd.domain.admission.json_patch import apply, diff, pointer
 
 
 def test_keys_are_escaped_as_rfc_6901_says() -> None:
@@ -37,3 +37,12 @@ def test_removals_a_list_of_another_length_and_a_changed_type() -> None:
         {"op": "replace", "path": "/c", "value": 1.0},
     ]
     assert diff(after, after) == []
+
+
+def test_a_patch_applied_gives_what_it_was_made_from() -> None:
+    before = {"metadata": {"name": "g"}, "spec": {"a/b": [1, {"c": 2}], "gone": True}}
+    after = {"metadata": {"name": "g", "annotations": {"x~y": "1"}}, "spec": {"a/b": [1, {"c": 3, "d": [4]}]}}
+
+    assert apply(before, diff(before, after)) == after
+    assert before["spec"]["gone"] is True  # the input is left as it was
+    assert apply([1, 2], [{"op": "add", "path": "/-", "value": 3}, {"op": "remove", "path": "/0"}]) == [2, 3]

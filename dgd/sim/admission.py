@@ -1,0 +1,133 @@
+"""The simulated cluster's admission: the operator's own webhooks, called in process.
+
+``webhook_chain(settings)`` is the ``Admission`` the memory server runs for creates and updates: a
+write of a kind the webhooks are registered for (supplement §4.1: DGD and DCD defaulting and
+validation, DynamoCheckpoint validation) goes through the same handlers the daemon serves over HTTPS
+(``dgd.domain.admission.webhooks``) — defaulting first, its JSON patch applied, then validation — and
+a refusal is raised as the API server words it: ``admission webhook "<name>" denied the request:
+<message>``, with the handler's code and causes. So ``sim apply``, ``sim serve``, ``sim replay`` and
+chaos refuse what ``validate`` refuses, as a cluster with the webhooks installed would.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import NamedTuple
+
+import msgspec
+
+from dgd.cluster.admission import Admission, AdmissionAttempt
+from dgd.cluster.errors import Cause, ClusterError, Invalid
+from dgd.domain.admission import json_patch
+from dgd.domain.admission import webhooks as handlers
+from dgd.domain.admission.webhooks import AdmissionSettings, Handler
+from dgd.messages.admission import (
+    AdmissionRequest,
+    AdmissionResponse,
+    GroupVersionKind,
+    GroupVersionResource,
+    UserInfo,
+)
+from dgd.messages.base import JSONObject
+from dgd.messages.config import OperatorConfig
+from dgd.sim.world.settings import WorldSettings
+
+GROVE_GROUP_VERSION = "grove.io/v1alpha1"
+
+
+class _Registered(NamedTuple):
+    """The webhooks registered for one kind, by name, as §4.1 names them."""
+
+    mutate: tuple[str, Handler] | None
+    validate: tuple[str, Handler]
+
+
+_REGISTERED: dict[tuple[str, str], _Registered] = {
+    ("nvidia.com", "DynamoGraphDeployment"): _Registered(
+        ("mdynamographdeployment.kb.io", handlers.mutate_dgd),
+        ("vdynamographdeployment.kb.io", handlers.validate_dgd),
+    ),
+    ("nvidia.com", "DynamoComponentDeployment"): _Registered(
+        ("mdynamocomponentdeploymentv1beta1.kb.io", handlers.mutate_dcd),
+        ("vdynamocomponentdeployment.kb.io", handlers.validate_dcd),
+    ),
+    ("nvidia.com", "DynamoCheckpoint"): _Registered(
+        None, ("vdynamocheckpoint.kb.io", handlers.validate_checkpoint)
+    ),
+}
+
+
+def _refusal(webhook: str, request: AdmissionRequest, response: AdmissionResponse) -> ClusterError:
+    status = response.status
+    message = status.message if status is not None else "refused"
+    details = (status.details or {}) if status is not None else {}
+    causes = tuple(
+        Cause(str(cause.get("field") or ""), str(cause.get("message") or ""))
+        for cause in details.get("causes") or []
+        if isinstance(cause, dict)
+    )
+    return Invalid(
+        f'admission webhook "{webhook}" denied the request: {message}',
+        kind=request.kind.kind,
+        namespace=request.namespace,
+        name=request.name,
+        causes=causes,
+        bad_request=status is not None and status.code == 400,
+    )
+
+
+def webhook_chain(settings: AdmissionSettings) -> Admission:
+    """The ``Admission`` of a cluster with this operator's webhooks installed (see the module)."""
+
+    def admit(attempt: AdmissionAttempt) -> JSONObject:
+        registered = _REGISTERED.get((attempt.group, attempt.kind))
+        if registered is None:
+            return attempt.obj
+        metadata = attempt.obj.get("metadata") or {}
+        kind = GroupVersionKind(group=attempt.group, version=attempt.version, kind=attempt.kind)
+        request = AdmissionRequest(
+            uid="simulated",
+            kind=kind,
+            resource=GroupVersionResource(
+                group=attempt.group, version=attempt.version, resource=attempt.plural
+            ),
+            operation=attempt.operation,
+            user_info=UserInfo(username=attempt.user),
+            request_kind=kind,
+            name=metadata.get("name"),
+            namespace=metadata.get("namespace"),
+            object=attempt.obj,
+            old_object=attempt.old,
+        )
+        obj = attempt.obj
+        if registered.mutate is not None:
+            webhook, mutate = registered.mutate
+            response = mutate(request, settings)
+            if not response.allowed:
+                raise _refusal(webhook, request, response)
+            if response.patch:
+                obj = json_patch.apply(obj, json.loads(response.patch))
+                request = msgspec.structs.replace(request, object=obj)
+        webhook, validate = registered.validate
+        response = validate(request, settings)
+        if not response.allowed:
+            raise _refusal(webhook, request, response)
+        return obj
+
+    return admit
+
+
+#: Who the simulated operator is to admission (as the chart's ServiceAccount would be). The simulated
+#: cluster's users write through the same client, so they share its exemptions (§4.6).
+SIMULATED_OPERATOR = "system:serviceaccount:dynamo-system:dynamo-operator-controller-manager"
+
+
+def simulated_admission(config: OperatorConfig, settings: WorldSettings) -> AdmissionSettings:
+    """What the simulated cluster's webhooks depend on: the gates as the operator resolves them
+    (Grove on when its API is served, unless the configuration says), and the operator's principal."""
+    grove = config.orchestrators.grove.enabled
+    return AdmissionSettings(
+        grove_enabled=GROVE_GROUP_VERSION in settings.served_groups if grove is None else grove,
+        operator_principal=SIMULATED_OPERATOR,
+        checkpoint_enabled=config.checkpoint.enabled,
+    )
