@@ -39,10 +39,10 @@ from dgd.cli.exits import EXIT_FAILED, Invalid, Usage, cluster_problem, wire
 from dgd.cli.inputs import check_kubeconfig, parse_config, read_text, writable
 from dgd.cluster.errors import ClusterError
 from dgd.cluster.protocol import Cluster
-from dgd.daemon.admission import REGISTRATIONS, Registration, WebhookSettings
 from dgd.daemon.lease import LeaseTiming
 from dgd.daemon.logs import FORMATS, LEVELS, Format, configure
 from dgd.daemon.metrics import DaemonMetrics
+from dgd.daemon.registration import REGISTRATIONS, Registration, WebhookSettings
 from dgd.daemon.run import Daemon, DaemonSettings
 from dgd.daemon.servers import AddressError, parse_address
 from dgd.domain.gates import GateError, effective_config, resolve_gates, served_apis

@@ -1,5 +1,5 @@
-"""The webhooks' life in the daemon: where their certificates come from, and how the API server is told
-where to call them.
+"""The webhooks' life in the daemon: where their certificates come from, and the service that serves
+them (registration is ``dgd.daemon.registration``).
 
 **Certificates.** ``--webhook-cert-dir DIR`` (``tls.crt``, ``tls.key``, optional ``ca.crt``) serves
 certificates someone else manages (cert-manager), re-read every ``RELOAD`` seconds and swapped when
@@ -7,15 +7,10 @@ they change. Without it the operator manages its own (``OwnCertificates``): a CA
 certificate for the webhook Service's DNS names (and, in ``url`` registration, the address served),
 kept in a Secret so replicas share them. Any replica creates the Secret when it is absent (on
 AlreadyExists it reads the winner's); every replica re-reads it every ``RELOAD`` seconds and serves
-what it holds; the leader renews the serving certificate once two thirds of its life has passed.
+what it holds; the leader renews the serving certificate once two thirds of its life has passed,
+under the same CA, so nothing registered has to change.
 
-**Registration** (``--webhook-register``): ``service`` points the webhook configurations and the
-CRDs' conversion at the chart's Service, ``url`` at ``https://HOST:PORT`` of ``--webhook-addr`` (an API
-server that can reach this process: a laptop, a test), ``none`` leaves it to someone else. The leader
-writes the configurations (supplement §4.1: names, rules, ``failurePolicy``, ``matchPolicy``,
-``sideEffects``, ``timeoutSeconds``; restricted mode adds the namespace selector and suffix) and the
-CA bundle into them and into each CRD's conversion stanza (cluster-wide mode only, §4.8), as upstream's
-operator injects it.
+**The service** (``WebhookService``): every replica serves, leading or not; the leader registers.
 """
 
 from __future__ import annotations
@@ -26,7 +21,6 @@ import logging
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any, Literal
 
 import anyio
 import anyio.to_thread
@@ -35,16 +29,13 @@ import msgspec
 from dgd.cluster.errors import AlreadyExists, ClusterError, NotFound
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import (
-    CRD,
-    MUTATING_WEBHOOK_CONFIGURATION,
     SECRET,
-    SELF_SUBJECT_REVIEW,
-    VALIDATING_WEBHOOK_CONFIGURATION,
 )
 from dgd.daemon import certificates
 from dgd.daemon.certificates import Certificates
+from dgd.daemon.registration import WebhookSettings, operator_principal, register
 from dgd.daemon.servers import Server, parse_address
-from dgd.daemon.webhooks import CONVERSION_PATH, TLS, Converter, webhook_app
+from dgd.daemon.webhooks import TLS, Converter, webhook_app
 from dgd.domain.admission.webhooks import AdmissionSettings
 from dgd.messages.base import JSONObject
 
@@ -54,38 +45,6 @@ logger = logging.getLogger("dgd.webhooks")
 RELOAD = 10.0
 #: The fraction of a serving certificate's life after which the leader renews it.
 RENEW_AFTER = 2 / 3
-
-Registration = Literal["service", "url", "none"]
-REGISTRATIONS: tuple[Registration, ...] = ("service", "url", "none")
-
-#: The CRDs whose conversion the webhook serves (supplement §4.8).
-CONVERTED_CRDS = (
-    "dynamographdeployments.nvidia.com",
-    "dynamocomponentdeployments.nvidia.com",
-    "dynamographdeploymentscalingadapters.nvidia.com",
-)
-
-
-class WebhookSettings(msgspec.Struct, frozen=True, kw_only=True):
-    """The ``run`` flags of the webhooks (see the module). ``address`` ``0``: no webhook server."""
-
-    address: str = ":9443"
-    cert_dir: str | None = None
-    secret_namespace: str = "dynamo-system"
-    secret_name: str = "dynamo-operator-webhook-server-cert"
-    register: Registration = "none"
-    service_namespace: str = "dynamo-system"
-    service_name: str = "dynamo-operator-webhook-service"
-    #: Prefix of the configurations' names (``<prefix>-mutating``, ``<prefix>-validating``).
-    configuration_prefix: str = "dynamo-operator"
-    failure_policy: Literal["Fail", "Ignore"] = "Fail"
-    #: Who the operator is to admission (§4.6); ``None``: asked of the API server at start.
-    operator_principal: str | None = None
-
-    def service_names(self) -> list[str]:
-        """The DNS names the webhook Service answers to."""
-        host = f"{self.service_name}.{self.service_namespace}.svc"
-        return [host, f"{host}.cluster.local"]
 
 
 def _pem(secret: JSONObject, key: str) -> bytes:
@@ -240,160 +199,6 @@ class OwnCertificates:
 
 def _when(seconds: float) -> str:
     return datetime.datetime.fromtimestamp(seconds, datetime.UTC).isoformat()
-
-
-async def operator_principal(cluster: Cluster) -> str | None:
-    """Who the API server says this operator is (a SelfSubjectReview), or ``None`` if it will not say."""
-    review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview", "metadata": {}}
-    try:
-        answered = await cluster.create(SELF_SUBJECT_REVIEW, review)
-    except ClusterError as error:
-        logger.warning("the API server did not say who this operator is (%s): no principal is exempt", error)
-        return None
-    username = ((answered.get("status") or {}).get("userInfo") or {}).get("username")
-    return username if isinstance(username, str) and username else None
-
-
-# Registration.
-
-_COMMON: JSONObject = {"admissionReviewVersions": ["v1"], "sideEffects": "None", "timeoutSeconds": 10}
-
-
-def _client(settings: WebhookSettings, url: str | None, path: str, ca_bundle: bytes) -> JSONObject:
-    config: JSONObject
-    if url is not None:
-        config = {"url": url + path}
-    else:
-        config = {
-            "service": {"namespace": settings.service_namespace, "name": settings.service_name, "path": path}
-        }
-    if ca_bundle:
-        config["caBundle"] = base64.b64encode(ca_bundle).decode()
-    return config
-
-
-def _rule(version: str, resource: str, operations: list[str], group: str = "nvidia.com") -> JSONObject:
-    return {"apiGroups": [group], "apiVersions": [version], "operations": operations, "resources": [resource]}
-
-
-def configurations(
-    settings: WebhookSettings, ca_bundle: bytes, *, url: str | None, namespace: str | None
-) -> list[tuple[Any, JSONObject]]:
-    """The webhook configurations of supplement §4.1 for the handlers served, pointing at ``url``
-    (``url`` registration) or the Service; ``namespace``: namespace-restricted mode."""
-    suffix = f"-{settings.secret_namespace}" if namespace else ""
-    labels = {
-        "app.kubernetes.io/part-of": "dynamo-operator",
-        "nvidia.com/dynamo-operator-namespace": settings.secret_namespace,
-    }
-    selector = (
-        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}}
-        if namespace
-        else {}
-    )
-    dgd, dcd = "dynamographdeployments", "dynamocomponentdeployments"
-
-    def hook(name: str, path: str, rule: JSONObject) -> JSONObject:
-        return {
-            "name": name,
-            "clientConfig": _client(settings, url, path, ca_bundle),
-            "rules": [rule],
-            "failurePolicy": settings.failure_policy,
-            **_COMMON,
-            **selector,
-        }
-
-    create_update = ["CREATE", "UPDATE"]
-    mutating = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "MutatingWebhookConfiguration",
-        "metadata": {"name": f"{settings.configuration_prefix}-mutating{suffix}", "labels": labels},
-        "webhooks": [
-            hook(
-                "mdynamographdeployment.kb.io",
-                f"/mutate/nvidia.com/v1beta1/{dgd}",
-                _rule("v1beta1", dgd, create_update),
-            ),
-            {
-                **hook(
-                    "mdynamocomponentdeploymentv1beta1.kb.io",
-                    "/mutate-nvidia-com-v1beta1-dynamocomponentdeployment",
-                    _rule("v1beta1", dcd, create_update),
-                ),
-                "matchPolicy": "Exact",
-            },
-        ],
-    }
-    validating = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": f"{settings.configuration_prefix}-validating{suffix}", "labels": labels},
-        "webhooks": [
-            hook(
-                "vdynamographdeployment.kb.io",
-                f"/validate/nvidia.com/v1beta1/{dgd}",
-                _rule("v1beta1", dgd, create_update),
-            ),
-            hook(
-                "vdynamocomponentdeployment.kb.io",
-                f"/validate/nvidia.com/v1beta1/{dcd}",
-                _rule("v1beta1", dcd, create_update),
-            ),
-            hook(
-                "vdynamocheckpoint.kb.io",
-                "/validate-nvidia-com-v1alpha1-dynamocheckpoint",
-                _rule("v1alpha1", "dynamocheckpoints", create_update),
-            ),
-        ],
-    }
-    return [(MUTATING_WEBHOOK_CONFIGURATION, mutating), (VALIDATING_WEBHOOK_CONFIGURATION, validating)]
-
-
-def conversion_patch(settings: WebhookSettings, ca_bundle: bytes, *, url: str | None) -> JSONObject:
-    """The merge patch that points a CRD's conversion at this webhook (§4.8)."""
-    client = _client(settings, url, CONVERSION_PATH, ca_bundle)
-    # A merge patch: the other way of reaching the webhook is removed.
-    client.setdefault("url", None)
-    client.setdefault("service", None)
-    return {
-        "spec": {
-            "conversion": {
-                "strategy": "Webhook",
-                "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": client},
-            }
-        }
-    }
-
-
-async def register(
-    cluster: Cluster, settings: WebhookSettings, ca_bundle: bytes, *, url: str | None, namespace: str | None
-) -> None:
-    """Write the webhook configurations and (cluster-wide) the CRDs' conversion, with ``ca_bundle``."""
-    for resource, wanted in configurations(settings, ca_bundle, url=url, namespace=namespace):
-        await _create_or_replace(cluster, resource, wanted)
-    if namespace is not None:
-        return
-    patch = conversion_patch(settings, ca_bundle, url=url)
-    for name in CONVERTED_CRDS:
-        try:
-            await cluster.patch(CRD.key(None, name), patch)
-        except NotFound:
-            logger.warning("CRD %s is not installed: its conversion is not registered", name)
-    logger.info(
-        "registered the webhooks (%s)", url or f"Service {settings.service_namespace}/{settings.service_name}"
-    )
-
-
-async def _create_or_replace(cluster: Cluster, resource: Any, wanted: JSONObject) -> None:
-    try:
-        await cluster.create(resource, wanted)
-    except AlreadyExists:
-        live = await cluster.get(resource.key(None, wanted["metadata"]["name"]))
-        replacement = {
-            **wanted,
-            "metadata": {**wanted["metadata"], "resourceVersion": live["metadata"]["resourceVersion"]},
-        }
-        await cluster.replace(resource, replacement)
 
 
 class WebhookService:

@@ -39,11 +39,12 @@ from dgd.actors.runtime import ActorSystem, Clock, LoopClock
 from dgd.actors.tree import operator_children, watched
 from dgd.actors.workers import DEFAULT_WORKERS, Workers
 from dgd.cluster.protocol import Cluster
-from dgd.daemon.admission import WebhookService, WebhookSettings
+from dgd.daemon.admission import WebhookService
 from dgd.daemon.election import LeaderElector
 from dgd.daemon.lease import LeaseTiming
 from dgd.daemon.metrics import DaemonMetrics
 from dgd.daemon.probes import Health, Role
+from dgd.daemon.registration import WebhookSettings
 from dgd.daemon.rest_client import Fence, InstrumentedCluster
 from dgd.daemon.servers import Server, metrics_app, parse_address, probes_app
 from dgd.daemon.ssh_keys import SecureKeys

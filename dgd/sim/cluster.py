@@ -12,7 +12,10 @@
   does not run itself: ``/world/pods`` (scheduler and kubelets), ``/world/grove`` (when
   ``grove.io`` is served), ``/world/dcd`` and ``/world/checkpoints``; plus, beside it, whatever
   actors ``operator`` returns for the operator's client (one seed, one clock for all), reporting
-  to ``metrics`` if given.
+  to ``metrics`` if given;
+* with an operator, its admission webhooks in the API server (``dgd.sim.admission``; ``admission=
+  False``: a cluster where they are not installed), so writes are defaulted and validated as on a
+  cluster with the operator installed.
 
 Same seed, same settings, same calls: the same objects, uids and timestamps, byte for byte.
 """
@@ -69,8 +72,10 @@ class SimulatedCluster:
         history_size: int = 10_000,
         watch_buffer: int = 10_000,
         metrics: Metrics | None = None,
+        admission: bool = True,
     ) -> None:
         self._settings = settings or WorldSettings()
+        self._admission = admission
         self._seed = seed
         self._config = config or OperatorConfig()
         self._operator = operator
@@ -175,7 +180,12 @@ class SimulatedCluster:
             rng=random.Random(seeds.getrandbits(64)),
             history_size=self._history_size,
             watch_buffer=self._watch_buffer,
-            admission=webhook_chain(simulated_admission(self._config, self._settings)),
+            # The operator's webhooks come with the operator (a world-only cluster has none).
+            admission=(
+                webhook_chain(simulated_admission(self._config, self._settings))
+                if self._operator is not None and self._admission
+                else None
+            ),
             user=SIMULATED_OPERATOR,
         )
         self._cluster = server

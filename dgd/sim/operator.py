@@ -37,8 +37,10 @@ def simulated_operator(
     metrics: Metrics | None = None,
     reconciles: ReconcileObserver | None = None,
     workers: int | None = DEFAULT_WORKERS,
+    admission: bool = True,
 ) -> SimulatedCluster:
-    """A simulated cluster running the operator (see the module); enter it to start both."""
+    """A simulated cluster running the operator (see the module); enter it to start both
+    (``admission=False``: without the operator's webhooks installed)."""
     holder: list[SimulatedCluster] = []
 
     def operator(cluster: Cluster) -> Sequence[ChildSpec[Any]]:
@@ -54,6 +56,8 @@ def simulated_operator(
             workers=Workers(workers) if workers is not None else None,
         )
 
-    sim = SimulatedCluster(settings, seed=seed, config=config, operator=operator, metrics=metrics)
+    sim = SimulatedCluster(
+        settings, seed=seed, config=config, operator=operator, metrics=metrics, admission=admission
+    )
     holder.append(sim)
     return sim

@@ -17,6 +17,7 @@ how to end it. A user action the API server refuses is not a crash: the refusal 
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -157,11 +158,18 @@ async def _act(record: Apply | Delete | Patch, user: MemoryCluster) -> str:
             if resource.namespaced:
                 document["metadata"]["namespace"] = namespace
             where = f"{resource.kind} {namespace}/{metadata['name']}" if namespace else resource.kind
+            # As kubectl apply: read first, so an update is admitted as one (admission runs before
+            # the store finds a create's name taken, and refuses what only a create may not carry).
+            key = resource.key(namespace, str(metadata["name"]))
+            with contextlib.suppress(NotFound):
+                await user.get(key)
+                await _replace(user, key, document)
+                return f"replaced {where}"
             try:
                 await user.create(resource, document)
                 return f"created {where}"
             except AlreadyExists:
-                await _replace(user, resource.key(namespace, str(metadata["name"])), document)
+                await _replace(user, key, document)
                 return f"replaced {where}"
         case Delete(target=target):
             await user.delete(_key(target))

@@ -9,6 +9,9 @@ Determinism: uids, ``generateName`` suffixes, Event names and fault draws all co
 ``rng``; timestamps come from ``clock``; waiting (latency, bookmark intervals) uses event-loop
 time. Same seed, same clock, same calls: same objects, byte for byte.
 
+Over 400 lines: it is the whole port (every verb, each a request through the fault rules to the
+server) plus the simulation's own entry points; split, one request's path would span files.
+
 For the simulation and the chaos tests: ``faults`` holds the fault rules; ``client()`` is another
 client of the same server with fault rules of its own; ``compact()`` drops the watch history (every
 resume before now is ``Gone``); ``snapshot()`` returns every stored object; ``resource_version`` is

@@ -9,6 +9,10 @@ subresource the kind does not have; ``Conflict`` on a stale resourceVersion or a
 precondition; a write that changes nothing is a no-op (same resourceVersion, no watch event);
 delete with finalizers only marks the object (deletionTimestamp), and an update that removes the
 last finalizer of such an object deletes it.
+
+Over 400 lines: the semantics of every verb (create, update, patch, delete, scale, bind) with the
+checks they share (preconditions, namespace lifecycle, admission) belong together, as the API
+server's registry keeps them.
 """
 
 from __future__ import annotations

@@ -159,12 +159,21 @@ class Stage:
 
 @asynccontextmanager
 async def on_stage(
-    settings: WorldSettings | None = None, *, seed: int = 0, config: OperatorConfig | None = None
+    settings: WorldSettings | None = None,
+    *,
+    seed: int = 0,
+    config: OperatorConfig | None = None,
+    admission: bool = True,
 ) -> AsyncIterator[Stage]:
-    """The simulated cluster with the operator running on it (see the module)."""
+    """The simulated cluster with the operator running on it (see the module); ``admission=False``:
+    without its webhooks, to play what only a cluster without them lets through."""
     # The operator as `sim apply` runs it, with no bound on concurrent reconciles.
     sim = simulated_operator(
-        settings or WorldSettings(), seed=seed, config=config or OperatorConfig(), workers=None
+        settings or WorldSettings(),
+        seed=seed,
+        config=config or OperatorConfig(),
+        workers=None,
+        admission=admission,
     )
     async with sim:
         # Counts the operator's writes: a rule that fires on each of them and does nothing.

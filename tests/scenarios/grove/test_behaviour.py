@@ -192,7 +192,10 @@ async def test_deleting_a_dgd_runs_its_finalizer_and_garbage_collection_removes_
 
 
 async def test_an_unsupported_provider_value_fails_terminally() -> None:
-    async with on_stage() as stage:
+    # On a cluster with the webhooks, defaulting overwrites the annotation on create and validation
+    # refuses any later change; without them (upstream's operator installed without webhooks, say)
+    # a DGD can arrive with any value, and the operator must fail it in words.
+    async with on_stage(admission=False) as stage:
         # given a DGD whose provider annotation names no provider
         document = upstream(AGG)
         document["metadata"]["annotations"] = {"nvidia.com/workload-provider": "lws"}

@@ -22,7 +22,8 @@ from cryptography import x509
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.resources import SECRET
 from dgd.daemon import admission, certificates
-from dgd.daemon.admission import WebhookService, WebhookSettings, configurations, conversion_patch
+from dgd.daemon.admission import WebhookService
+from dgd.daemon.registration import WebhookSettings, configurations, conversion_patch
 from dgd.domain.admission.webhooks import AdmissionSettings
 
 pytestmark = pytest.mark.anyio

@@ -1,0 +1,172 @@
+"""The operator's webhooks on a real control plane: ``run --webhook-register url`` registers them with
+its own certificates, and the real API server then defaults, validates and converts DGDs through them.
+
+The registrations are cluster-wide, so each test removes them when it ends (else every later DGD write
+of the run would call a webhook that is gone, and fail as ``failurePolicy: Fail`` says).
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+import yaml
+
+from dgd.cluster.errors import NotFound
+from dgd.cluster.resources import CRD, MUTATING_WEBHOOK_CONFIGURATION, VALIDATING_WEBHOOK_CONFIGURATION
+from dgd.daemon.registration import CONVERTED_CRDS, WebhookSettings, conversion_patch
+from tests.conftest import kubectl
+from tests.e2e.harness import Operators, eventually
+from tests.real.harness import EXAMPLES, RealCluster, manifest, run_flags, world, written_config
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(600)]
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIGURATIONS = (
+    (MUTATING_WEBHOOK_CONFIGURATION, "dynamo-operator-mutating"),
+    (VALIDATING_WEBHOOK_CONFIGURATION, "dynamo-operator-validating"),
+)
+
+
+async def _unregister(real: RealCluster) -> None:
+    """Remove the registrations, and point the CRDs' conversion back at the chart's Service."""
+    for resource, name in CONFIGURATIONS:
+        with suppress(NotFound):
+            await real.kube.delete(resource.key(None, name))
+    for crd in CONVERTED_CRDS:
+        with suppress(NotFound):
+            await real.kube.patch(CRD.key(None, crd), conversion_patch(WebhookSettings(), b"", url=None))
+
+
+@asynccontextmanager
+async def registered(real: RealCluster, daemons: Operators, tmp_path: Path) -> AsyncIterator[None]:
+    """A daemon serving the webhooks on loopback and registering them by URL, with the world."""
+    config = written_config(tmp_path)
+    flags = ("--webhook-addr", "127.0.0.1:0", "--webhook-register", "url",
+             "--webhook-secret", f"{real.namespace}/webhook-certs")  # fmt: skip
+    try:
+        async with world(real, tmp_path):
+            await daemons.start("admitting", flags=run_flags(config, *flags))
+
+            async def ready() -> bool:
+                try:
+                    hooks = await real.kube.get(
+                        VALIDATING_WEBHOOK_CONFIGURATION.key(None, CONFIGURATIONS[1][1])
+                    )
+                except NotFound:
+                    return False
+                return all(h["clientConfig"].get("caBundle") for h in hooks["webhooks"])
+
+            await eventually(ready, timeout=60, what="the webhooks registered")
+            yield
+    finally:
+        await _unregister(real)
+
+
+def _apply(real: RealCluster, document: dict[str, Any], *args: str) -> tuple[int, str]:
+    body = copy.deepcopy(document)
+    body["metadata"]["namespace"] = real.namespace
+    applied = kubectl(real.plane, "apply", *args, "-f", "-", input=yaml.safe_dump(body).encode())
+    return applied.returncode, (applied.stdout + applied.stderr).decode()
+
+
+async def test_the_api_server_defaults_validates_and_exempts_through_the_operators_webhooks(
+    real: RealCluster, daemons: Operators, tmp_path: Path
+) -> None:
+    agg = manifest(EXAMPLES / "vllm" / "deploy" / "agg.yaml", name="admitted")
+    worker = next(c for c in agg["spec"]["components"] if c.get("type") == "worker")
+    worker["scalingAdapter"] = {}
+    # who may write what: a user, and a planner's ServiceAccount, both with RBAC to write DGDs here
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "writers", "namespace": real.namespace},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [
+            {"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"},
+            {"kind": "ServiceAccount", "name": "planner-serviceaccount", "namespace": real.namespace},
+        ],
+    }
+    bound = kubectl(real.plane, "apply", "-f", "-", input=json.dumps(binding).encode())
+    assert bound.returncode == 0, bound.stderr.decode()
+
+    async with registered(real, daemons, tmp_path):
+        # when a DGD that asks for a restart on create, with an order under a parallel strategy, is applied
+        bad = copy.deepcopy(agg)
+        bad["metadata"]["name"] = "refused"
+        bad["spec"]["restart"] = {"id": "1", "strategy": {"type": "Parallel", "order": ["Frontend"]}}
+        code, said = _apply(real, bad)
+        # then the API server refuses it with both of upstream's messages, from our webhook
+        assert code != 0
+        assert 'admission webhook "vdynamographdeployment.kb.io" denied the request' in said
+        assert "spec.restart: spec.restart must be unset on create" in said
+        assert "spec.restart.strategy.order: cannot be specified when strategy is parallel" in said
+
+        # when a valid DGD is applied, client-side then server-side
+        code, said = _apply(real, agg)
+        assert code == 0, said
+        code, said = _apply(real, agg, "--server-side")
+        assert code == 0, said
+        # then it was defaulted by our webhook on create, and the operator takes it to successful
+        stored = await real.dgd("admitted")
+        assert stored["metadata"]["annotations"]["nvidia.com/workload-provider"] == "grove"
+        assert all(c.get("replicas") == 1 or c is not None for c in stored["spec"]["components"])
+        await real.settle("admitted", timeout=120)
+
+        # when alice changes the replicas of the adapter-scaled worker, she is refused
+        index = next(i for i, c in enumerate(stored["spec"]["components"]) if c.get("type") == "worker")
+        patch = json.dumps([{"op": "replace", "path": f"/spec/components/{index}/replicas", "value": 2}])
+        refused = kubectl(real.plane, "patch", "dgd", "admitted", "-n", real.namespace, "--type=json",
+                          "-p", patch, "--as=alice")  # fmt: skip
+        assert refused.returncode != 0
+        assert "cannot be modified directly when scaling adapter is enabled" in refused.stderr.decode()
+        # and a planner's ServiceAccount may
+        planner = f"system:serviceaccount:{real.namespace}:planner-serviceaccount"
+        allowed = kubectl(real.plane, "patch", "dgd", "admitted", "-n", real.namespace, "--type=json",
+                          "-p", patch, f"--as={planner}")  # fmt: skip
+        assert allowed.returncode == 0, allowed.stderr.decode()
+
+
+async def test_the_ca_bundle_the_operator_patches_in_survives_reapplying_the_crds(real: RealCluster) -> None:
+    # given the CRDs' conversion with a CA bundle patched in, as the operator does in service mode
+    bundle = b"-----BEGIN CERTIFICATE-----\nnot checked until a conversion is asked for\n"
+    try:
+        for crd in CONVERTED_CRDS:
+            await real.kube.patch(CRD.key(None, crd), conversion_patch(WebhookSettings(), bundle, url=None))
+
+        # when the generated CRDs are applied again, server-side, as an upgrade would
+        text = "\n---\n".join(
+            p.read_text() for p in sorted((ROOT / "deploy" / "crds").glob("nvidia.com_*.yaml"))
+        )
+        applied = kubectl(
+            real.plane, "apply", "--server-side", "--force-conflicts", "-f", "-", input=text.encode()
+        )
+        assert applied.returncode == 0, applied.stderr.decode()
+
+        # then the bundle is still there
+        dgd = await real.kube.get(CRD.key(None, CONVERTED_CRDS[0]))
+        client = dgd["spec"]["conversion"]["webhook"]["clientConfig"]
+        assert base64.b64decode(client["caBundle"]) == bundle
+    finally:
+        await _unregister(real)
+
+
+async def test_with_the_webhook_down_dgd_writes_are_refused_as_failure_policy_fail_says(
+    real: RealCluster, daemons: Operators, tmp_path: Path
+) -> None:
+    agg = manifest(EXAMPLES / "vllm" / "deploy" / "agg.yaml", name="while-down")
+    async with registered(real, daemons, tmp_path):
+        # when the operator stops (its registrations stay: another replica would serve them)
+        daemons.stop_all()
+        await anyio.sleep(0.5)
+        code, said = _apply(real, agg)
+        # then a DGD write is refused, saying the webhook could not be called
+        assert code != 0
+        assert 'failed calling webhook "mdynamographdeployment.kb.io"' in said
