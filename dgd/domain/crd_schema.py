@@ -46,8 +46,9 @@ def structural_schema(model: type[Model]) -> JSONObject:
 
     Guarantees: no ``$ref``/``$defs``/``title``/``default: null`` remain; every node has a ``type``
     unless it is int-or-string or preserves unknown fields; ``apiVersion`` and ``kind`` are plain
-    strings (the kind's tag enum does not leak), ``metadata`` a plain object; every property whose
-    field has a docstring carries it as its ``description``; keys are sorted, so the same models
+    strings (the kind's tag enum does not leak), ``metadata`` a plain object and nothing more (the API
+    server refuses a description there); every other property whose field has a docstring carries it
+    as its ``description``; keys are sorted, so the same models
     always give the same schema.
     """
     document = msgspec.json.schema(model)
@@ -60,6 +61,8 @@ def structural_schema(model: type[Model]) -> JSONObject:
     properties["metadata"] = {"type": "object"}
     # Field docstrings last: they describe the properties as the steps above left them.
     _describe(root, msgspec.inspect.type_info(model))
+    # The API server refuses a CRD whose root metadata says more than its type (a description too).
+    properties["metadata"] = {"type": "object"}
     required = [name for name in root.get("required", []) if name not in _ROOT_FIELDS]
     if required:
         root["required"] = required

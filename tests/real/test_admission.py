@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import datetime
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
@@ -21,6 +22,7 @@ import yaml
 
 from dgd.cluster.errors import NotFound
 from dgd.cluster.resources import CRD, MUTATING_WEBHOOK_CONFIGURATION, VALIDATING_WEBHOOK_CONFIGURATION
+from dgd.daemon import certificates
 from dgd.daemon.registration import CONVERTED_CRDS, WebhookSettings, conversion_patch
 from tests.conftest import kubectl
 from tests.e2e.harness import Operators, eventually
@@ -33,6 +35,15 @@ CONFIGURATIONS = (
     (MUTATING_WEBHOOK_CONFIGURATION, "dynamo-operator-mutating"),
     (VALIDATING_WEBHOOK_CONFIGURATION, "dynamo-operator-validating"),
 )
+
+
+@pytest.fixture(autouse=True)
+def cluster_rbac(real: RealCluster) -> None:
+    """The chart's cluster-wide RBAC (the planner ClusterRole among it), as test_daemon.py applies it."""
+    applied = kubectl(
+        real.plane, "apply", "--server-side", "-f", str(ROOT / "deploy" / "rbac" / "cluster-wide.yaml")
+    )
+    assert applied.returncode == 0, applied.stderr.decode()
 
 
 async def _unregister(real: RealCluster) -> None:
@@ -105,7 +116,7 @@ async def test_the_api_server_defaults_validates_and_exempts_through_the_operato
         code, said = _apply(real, bad)
         # then the API server refuses it with both of upstream's messages, from our webhook
         assert code != 0
-        assert 'admission webhook "vdynamographdeployment.kb.io" denied the request' in said
+        assert 'The DynamoGraphDeployment "refused" is invalid' in said
         assert "spec.restart: spec.restart must be unset on create" in said
         assert "spec.restart.strategy.order: cannot be specified when strategy is parallel" in said
 
@@ -136,7 +147,8 @@ async def test_the_api_server_defaults_validates_and_exempts_through_the_operato
 
 async def test_the_ca_bundle_the_operator_patches_in_survives_reapplying_the_crds(real: RealCluster) -> None:
     # given the CRDs' conversion with a CA bundle patched in, as the operator does in service mode
-    bundle = b"-----BEGIN CERTIFICATE-----\nnot checked until a conversion is asked for\n"
+    now = datetime.datetime.now(datetime.UTC)
+    bundle = certificates.issue(["dynamo-operator-webhook-service.dynamo-system.svc"], now=now).ca_cert
     try:
         for crd in CONVERTED_CRDS:
             await real.kube.patch(CRD.key(None, crd), conversion_patch(WebhookSettings(), bundle, url=None))
