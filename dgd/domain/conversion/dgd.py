@@ -17,23 +17,23 @@ from typing import Any, NamedTuple
 from dgd.domain.conversion.component import component_of
 from dgd.domain.conversion.payload import encode_spec_payload, encode_status_payload
 from dgd.domain.conversion.preservation import preserved_service
-from dgd.domain.quantity import canonical_quantity
+from dgd.domain.conversion.shapes import (
+    PROVIDER_OVERRIDE,
+    STRINGS,
+    ConversionError,
+    Shape,
+    check_identity,
+    check_shape,
+)
 from dgd.messages.base import sorted_keys
+
+__all__ = ["KIND", "V1ALPHA1", "V1BETA1", "ConversionError", "dgd_to_v1beta1"]
 
 V1ALPHA1 = "nvidia.com/v1alpha1"
 V1BETA1 = "nvidia.com/v1beta1"
 KIND = "DynamoGraphDeployment"
 SPEC_ANNOTATION = "nvidia.com/dgd-spec"
 STATUS_ANNOTATION = "nvidia.com/dgd-status"
-
-
-class ConversionError(ValueError):
-    """Input the conversion cannot handle, at ``path`` (``spec.services[Frontend].componentType``)."""
-
-    def __init__(self, path: str, message: str) -> None:
-        super().__init__(f"{path}: {message}")
-        self.path = path
-        self.message = message
 
 
 def dgd_to_v1beta1(doc: dict[str, Any]) -> dict[str, Any]:
@@ -187,12 +187,7 @@ def _convert_status(status: dict[str, Any]) -> tuple[dict[str, Any], dict[str, A
     return out, preserved
 
 
-# Input shapes, checked before converting. A shape is a JSON type name, an object's field shapes,
-# ("list", element) or ("map", value); null always means "not set" and passes.
-Shape = str | dict[str, Any] | tuple[str, Any]
-
-_STRINGS: Shape = ("map", "string")
-_PROVIDER_OVERRIDE: Shape = {"apiVersion": "string", "target": "string", "value": "object"}
+# The v1alpha1 input shapes, checked before converting (see ``shapes``).
 _RESOURCE_ITEM: Shape = {
     "cpu": "resource",
     "memory": "resource",
@@ -212,9 +207,9 @@ _CONTAINER: Shape = {
 }
 _FEATURE: dict[str, Shape] = {"enabled": "boolean", "mode": "string"}
 _SERVICE: Shape = {
-    "providerOverride": _PROVIDER_OVERRIDE,
-    "annotations": _STRINGS,
-    "labels": _STRINGS,
+    "providerOverride": PROVIDER_OVERRIDE,
+    "annotations": STRINGS,
+    "labels": STRINGS,
     "serviceName": "string",
     "componentType": "string",
     "subComponentType": "string",
@@ -229,7 +224,7 @@ _SERVICE: Shape = {
     "ingress": "object",
     "modelRef": "object",
     "sharedMemory": {"disabled": "boolean", "size": "quantity"},
-    "extraPodMetadata": {"annotations": _STRINGS, "labels": _STRINGS},
+    "extraPodMetadata": {"annotations": STRINGS, "labels": STRINGS},
     "extraPodSpec": {"containers": ("list", {"name": "string"}), "mainContainer": _CONTAINER},
     "livenessProbe": "object",
     "readinessProbe": "object",
@@ -254,9 +249,9 @@ _SERVICE: Shape = {
     "failover": {**_FEATURE, "numShadows": "integer"},
 }
 _SPEC: Shape = {
-    "providerOverride": _PROVIDER_OVERRIDE,
-    "annotations": _STRINGS,
-    "labels": _STRINGS,
+    "providerOverride": PROVIDER_OVERRIDE,
+    "annotations": STRINGS,
+    "labels": STRINGS,
     "priorityClassName": "string",
     "pvcs": ("list", {"name": "string", "create": "boolean", "size": "quantity"}),
     "services": ("map", _SERVICE),
@@ -273,61 +268,10 @@ _STATUS: Shape = {
     "checkpoints": ("map", "object"),
     "rollingUpdate": {"updatedServices": ("list", "string")},
 }
-_DOCUMENT: dict[str, Shape] = {"metadata": {"annotations": _STRINGS}, "spec": _SPEC, "status": _STATUS}
-
-_MESSAGES = {
-    "object": "must be an object",
-    "string": "must be a string",
-    "boolean": "must be a boolean",
-    "integer": "must be an integer",
-    "list": "must be a list",
-    "resource": "must be a string quantity such as 8Gi",
-    "quantity": "must be a Kubernetes quantity such as 8Gi",
-}
+_DOCUMENT: dict[str, Shape] = {"metadata": {"annotations": STRINGS}, "spec": _SPEC, "status": _STATUS}
 
 
 def _check_document(doc: dict[str, Any]) -> None:
-    if doc.get("apiVersion") != V1ALPHA1:
-        raise ConversionError(
-            "apiVersion", f"must be {V1ALPHA1} to convert to {V1BETA1}, got {doc.get('apiVersion')!r}"
-        )
-    if doc.get("kind") != KIND:
-        raise ConversionError("kind", f"must be {KIND}, got {doc.get('kind')!r}")
+    check_identity(doc, V1ALPHA1, KIND, V1BETA1)
     for key, shape in _DOCUMENT.items():
-        _check(doc.get(key), shape, key)
-
-
-def _check(value: Any, shape: Shape, path: str) -> None:
-    if value is None:
-        return
-    if isinstance(shape, dict):
-        _require(isinstance(value, dict), "object", path)
-        for key, field_shape in shape.items():
-            _check(value.get(key), field_shape, f"{path}.{key}")
-    elif isinstance(shape, tuple) and shape[0] == "list":
-        _require(isinstance(value, list), "list", path)
-        for index, item in enumerate(value):
-            _check(item, shape[1], f"{path}[{index}]")
-    elif isinstance(shape, tuple):
-        _require(isinstance(value, dict), "object", path)
-        for key, item in value.items():
-            _check(item, shape[1], f"{path}[{key}]")
-    else:
-        _require(_is_kind(value, shape), shape, path)
-
-
-def _is_kind(value: Any, kind: str) -> bool:
-    is_int = isinstance(value, int) and not isinstance(value, bool)
-    if kind == "resource":
-        return isinstance(value, str) or is_int
-    if kind == "quantity":
-        return (isinstance(value, str) or is_int) and canonical_quantity(value) is not None
-    if kind == "integer":
-        return is_int
-    types: dict[str, type] = {"object": dict, "string": str, "boolean": bool, "list": list}
-    return isinstance(value, types[kind])
-
-
-def _require(ok: bool, kind: str, path: str) -> None:
-    if not ok:
-        raise ConversionError(path, _MESSAGES[kind])
+        check_shape(doc.get(key), shape, key)
