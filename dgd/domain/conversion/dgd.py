@@ -11,11 +11,10 @@ upstream writes them; all other metadata is carried over unchanged.
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any, NamedTuple
 
 from dgd.domain.conversion.component import component_of
-from dgd.domain.conversion.payload import encode_spec_payload, encode_status_payload
+from dgd.domain.conversion.payload import encode_spec_payload, encode_status_payload, read_spec_payload
 from dgd.domain.conversion.preservation import preserved_service
 from dgd.domain.conversion.shapes import (
     PROVIDER_OVERRIDE,
@@ -79,14 +78,8 @@ class _Payload(NamedTuple):
 
 def _read_v1beta1_payload(raw: Any) -> _Payload | None:
     # Any parseable payload counts (envelope or bare legacy spec); an unparseable one is ignored.
-    if not isinstance(raw, str) or not raw:
-        return None
-    try:
-        parsed = json.loads(raw)
-    except ValueError:
-        return None
-    spec = parsed.get("spec") if isinstance(parsed, dict) and "spec" in parsed else parsed
-    entries = spec.get("components") or [] if isinstance(spec, dict) else None
+    payload = read_spec_payload(raw)
+    entries = (payload.spec.get("components") or []) if payload is not None else None
     if not isinstance(entries, list) or not all(_is_named(item) for item in entries):
         return None
     names = [item.get("name") or "" for item in entries]
