@@ -24,6 +24,7 @@ from dgd.domain.conversion.shapes import (
     check_identity,
     check_shape,
 )
+from dgd.domain.conversion.status import component_status_of
 from dgd.messages.base import sorted_keys
 
 __all__ = ["KIND", "V1ALPHA1", "V1BETA1", "ConversionError", "dgd_to_v1beta1"]
@@ -157,16 +158,9 @@ def _convert_status(status: dict[str, Any]) -> tuple[dict[str, Any], dict[str, A
     for name, service in (status.get("services") or {}).items():
         if service is None:
             continue
-        component = {key: copy.deepcopy(value) for key, value in service.items() if key != "componentName"}
-        names = list(service.get("componentNames") or [])
-        single = service.get("componentName") or ""
-        component.pop("componentNames", None)
-        if names or single:
-            component["componentNames"] = names or [single]
-        components[name] = component
-        # A componentName that is not the last of componentNames cannot be derived back.
-        if (names[-1] if names else "") != single:
-            preserved[name] = {"componentName": single, "componentNames": names}
+        components[name], saved = component_status_of(service)
+        if saved is not None:
+            preserved[name] = saved
     if components:
         out["components"] = components
 

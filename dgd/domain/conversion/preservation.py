@@ -21,6 +21,7 @@ from dgd.domain.conversion.podtemplate import (
     FRONTEND_SIDECAR_CONTAINER,
     extra_pod_spec_is_zero,
     is_zero,
+    resource_item_of,
     resource_list_of,
 )
 
@@ -77,8 +78,8 @@ def resources_round_trip(resources: dict[str, Any]) -> bool:
     It does not for a non-default ``gpuType``, a value that is not a quantity or is not spelled
     canonically, an empty item or an empty ``custom`` map, or when nothing at all survives.
     """
-    requests = _item_from_list(resource_list_of(resources.get("requests")))
-    limits = _item_from_list(resource_list_of(resources.get("limits")))
+    requests = _normalized_item(resource_item_of(resource_list_of(resources.get("requests"))) or None)
+    limits = _normalized_item(resource_item_of(resource_list_of(resources.get("limits"))) or None)
     claims = resources.get("claims")
     if requests is None and limits is None and not claims:
         return False
@@ -87,20 +88,6 @@ def resources_round_trip(resources: dict[str, Any]) -> bool:
         and _normalized_item(resources.get("limits")) == limits
         and claims == resources.get("claims")
     )
-
-
-def _item_from_list(resource_list: dict[str, str]) -> dict[str, Any] | None:
-    # The reverse mapping: cpu, memory and nvidia.com/gpu by name, everything else custom.
-    if not resource_list:
-        return None
-    named = {"cpu": "cpu", "memory": "memory", "nvidia.com/gpu": "gpu"}
-    item: dict[str, Any] = {"cpu": "", "memory": "", "gpu": "", "gpuType": "", "custom": None}
-    for resource, quantity in resource_list.items():
-        if resource in named:
-            item[named[resource]] = quantity
-        else:
-            item["custom"] = {**(item["custom"] or {}), resource: quantity}
-    return item
 
 
 def _normalized_item(item: dict[str, Any] | None) -> dict[str, Any] | None:
