@@ -193,7 +193,8 @@ _CONTAINER: Shape = {
     "startupProbe": "object",
 }
 _FEATURE: dict[str, Shape] = {"enabled": "boolean", "mode": "string"}
-_SERVICE: Shape = {
+#: A v1alpha1 service (a DGD `services` entry, and a DCD spec), as far as conversion reads it.
+SERVICE_SHAPE: dict[str, Shape] = {
     "providerOverride": PROVIDER_OVERRIDE,
     "annotations": STRINGS,
     "labels": STRINGS,
@@ -241,7 +242,7 @@ _SPEC: Shape = {
     "labels": STRINGS,
     "priorityClassName": "string",
     "pvcs": ("list", {"name": "string", "create": "boolean", "size": "quantity"}),
-    "services": ("map", _SERVICE),
+    "services": ("map", SERVICE_SHAPE),
     "envs": ("list", "object"),
     "backendFramework": "string",
     "restart": "object",

@@ -16,6 +16,7 @@ import json
 from typing import Any, NamedTuple
 
 from dgd.domain.conversion.go_types import FIELDS, ZERO_BY_FIELD, Field
+from dgd.domain.conversion.shapes import ConversionError
 from dgd.domain.quantity import canonical_quantity
 
 
@@ -63,6 +64,27 @@ def read_spec_payload(raw: Any) -> SpecPayload | None:
         return None
     raw_json = [item for item in records if isinstance(item, dict)] if isinstance(records, list) else []
     return SpecPayload(spec, raw_json)
+
+
+def read_status_payload(raw: Any, key: str) -> dict[str, Any]:
+    """Parse a ``…-status`` annotation value (``{}`` when absent).
+
+    Unlike a spec payload, an unreadable status payload is an error (supplement §1.2): the
+    conversion fails rather than drop status it cannot read.
+    """
+    if raw is None:
+        return {}
+    try:
+        parsed = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError as error:
+        raise ConversionError(
+            f"metadata.annotations[{key}]", f"unmarshal {key} annotation: {error}"
+        ) from None
+    if not isinstance(parsed, dict):
+        raise ConversionError(
+            f"metadata.annotations[{key}]", f"unmarshal {key} annotation: not a JSON object"
+        )
+    return parsed
 
 
 def _encode(value: dict[str, Any], type_name: str) -> dict[str, Any]:

@@ -306,7 +306,7 @@ _CONTAINER: Shape = {
 _FEATURE: Shape = {"mode": "string"}
 
 #: The v1beta1 component fields ``service_of`` reads, as the caller checks them (see ``shapes``).
-COMPONENT_SHAPE: Shape = {
+COMPONENT_SHAPE: dict[str, Shape] = {
     "providerOverride": PROVIDER_OVERRIDE,
     "name": "string",
     "type": "string",

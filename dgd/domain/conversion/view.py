@@ -12,12 +12,11 @@ The result's keys are in the order upstream's v1alpha1 encoder writes them (Go s
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any
 
 from dgd.domain.conversion.dgd import KIND, SPEC_ANNOTATION, STATUS_ANNOTATION, V1ALPHA1, V1BETA1
 from dgd.domain.conversion.go_types import go_order
-from dgd.domain.conversion.payload import encode_spec_payload, read_spec_payload
+from dgd.domain.conversion.payload import encode_spec_payload, read_spec_payload, read_status_payload
 from dgd.domain.conversion.service import COMPONENT_SHAPE, service_of
 from dgd.domain.conversion.shapes import (
     PROVIDER_OVERRIDE,
@@ -43,7 +42,7 @@ def dgd_to_v1alpha1(doc: dict[str, Any]) -> dict[str, Any]:
     metadata = copy.deepcopy(doc.get("metadata") or {})
     annotations = dict(metadata.get("annotations") or {})
     saved = read_spec_payload(annotations.pop(SPEC_ANNOTATION, None))
-    saved_status = _read_status_payload(annotations.pop(STATUS_ANNOTATION, None))
+    saved_status = read_status_payload(annotations.pop(STATUS_ANNOTATION, None), STATUS_ANNOTATION)
 
     # Spec and status; the v1beta1 data the view cannot hold goes into its own payload.
     spec, leftover = _convert_spec(doc.get("spec") or {}, saved.spec if saved is not None else None)
@@ -59,24 +58,6 @@ def dgd_to_v1alpha1(doc: dict[str, Any]) -> dict[str, Any]:
         metadata["annotations"] = annotations
     result: dict[str, Any] = go_order(out, "DGDDocument")
     return result
-
-
-def _read_status_payload(raw: Any) -> dict[str, Any]:
-    # Unlike the spec payload, an unreadable status payload fails the conversion (§1.2).
-    if raw is None:
-        return {}
-    try:
-        parsed = json.loads(raw) if isinstance(raw, str) else raw
-    except ValueError as error:
-        raise ConversionError(
-            f"metadata.annotations[{STATUS_ANNOTATION}]", f"unmarshal {STATUS_ANNOTATION} annotation: {error}"
-        ) from None
-    if not isinstance(parsed, dict):
-        raise ConversionError(
-            f"metadata.annotations[{STATUS_ANNOTATION}]",
-            f"unmarshal {STATUS_ANNOTATION} annotation: not a JSON object",
-        )
-    return parsed
 
 
 def _convert_spec(
