@@ -121,7 +121,11 @@ GO_TYPES: dict[str, tuple[str, ...]] = {
     "BetaDGDSpec": ("components:[Component]",),
     "Component": _COMPONENT,
     "BetaDCDSpec": ("backendFramework", *_COMPONENT),
-    "PodTemplate": ("metadata", "spec:ExtraPodSpec"),
+    # A view's record of a template layout (``layout.leftover_template``): the container order and
+    # main's exact mounts, an empty list included (it says "the cache is not mounted on main").
+    "PodTemplate": ("metadata", "spec:LayoutPodSpec"),
+    "LayoutPodSpec": ("containers:[LayoutContainer]",),
+    "LayoutContainer": ("name!", "volumeMounts:[VolumeMount]*"),
     "ProviderOverride": ("apiVersion!", "target", "value*"),
     "Resources": ("requests:ResourceItem", "limits:ResourceItem", "claims:[ResourceClaim]"),
     "ResourceItem": ("cpu", "memory", "gpu", "gpuType", "custom:{}"),
@@ -331,3 +335,22 @@ def _order(value: Any, kind: str, element: str) -> Any:
     if kind == "list" and isinstance(value, list):
         return [_order(item, element_kind, element) for item in value]
     return value
+
+
+def is_zero(value: Any) -> bool:
+    """Kubernetes semantic emptiness: null, false, 0, "", an empty list, or an object of zero values."""
+    if isinstance(value, dict):
+        return all(is_zero(item) for item in value.values())
+    if isinstance(value, list):
+        return not value
+    return value is None or value is False or value == 0 or value == ""
+
+
+def without_zeros(value: Any) -> Any:
+    """``value`` with every zero value (``is_zero``) left out, as Go compares what it decoded."""
+    if isinstance(value, dict):
+        items = {key: without_zeros(item) for key, item in value.items()}
+        return {key: item for key, item in items.items() if not is_zero(item)} or None
+    if isinstance(value, list):
+        return [without_zeros(item) for item in value] or None
+    return None if is_zero(value) else value

@@ -17,6 +17,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from dgd.domain.conversion.go_types import without_zeros
+
 MAIN_CONTAINER = "main"
 
 #: Template metadata the v1alpha1 view holds itself, as ``extraPodMetadata``.
@@ -70,13 +72,15 @@ def leftover_template(template: dict[str, Any], composed: dict[str, Any] | None)
     containers, rebuilt = _containers(template), _containers(composed)
     names = [container.get("name") for container in containers]
     main = _main(containers)
-    mounts_differ = main is not None and (main.get("volumeMounts") or []) != (
-        (_main(rebuilt) or {}).get("volumeMounts") or []
+    mounts_differ = main is not None and without_zeros(main.get("volumeMounts")) != without_zeros(
+        (_main(rebuilt) or {}).get("volumeMounts")
     )
     if mounts_differ or names != [container.get("name") for container in rebuilt]:
         entries: list[dict[str, Any]] = [{"name": name} for name in names]
         if main is not None and mounts_differ:
-            entries[names.index(MAIN_CONTAINER)]["volumeMounts"] = copy.deepcopy(main["volumeMounts"])
+            entries[names.index(MAIN_CONTAINER)]["volumeMounts"] = copy.deepcopy(
+                main.get("volumeMounts") or []
+            )
         leftover["spec"] = {"containers": entries}
     if leftover or composed is None:
         return leftover
@@ -97,14 +101,25 @@ def restore_layout(template: dict[str, Any], saved: dict[str, Any], service: dic
     saved_main = _main(entries)
     main = _main(containers)
     if saved_main is not None and main is not None and _mounts_still_match(saved_main, service):
-        main["volumeMounts"] = copy.deepcopy(saved_main["volumeMounts"])
+        main.pop("volumeMounts", None)
+        if saved_main["volumeMounts"]:
+            main["volumeMounts"] = copy.deepcopy(saved_main["volumeMounts"])
 
     # No main container: drop the empty one composing added. Then the recorded order, same names only.
     names = [str(entry.get("name") or "") for entry in entries]
-    if MAIN_CONTAINER not in names and containers and containers[0] == {"name": MAIN_CONTAINER}:
+    if MAIN_CONTAINER not in names and containers and _holds_only_the_cache(containers[0], service):
         containers.pop(0)
     if sorted(names) == sorted(str(item.get("name") or "") for item in containers):
         containers.sort(key=lambda item: names.index(str(item.get("name") or "")))
+
+
+def _holds_only_the_cache(main: dict[str, Any], service: dict[str, Any]) -> bool:
+    # Composing always adds main, and mounts the compilation cache on it: nothing else is the user's.
+    flat = service.get("volumeMounts") or []
+    only_cache = all(mount.get("useAsCompilationCache") for mount in flat)
+    return only_cache and {key: value for key, value in main.items() if key != "volumeMounts"} == {
+        "name": MAIN_CONTAINER
+    }
 
 
 def _mounts_still_match(saved_main: dict[str, Any], service: dict[str, Any]) -> bool:
@@ -118,8 +133,8 @@ def _mounts_still_match(saved_main: dict[str, Any], service: dict[str, Any]) -> 
         None if cache is None else {"pvcName": cache.get("name"), "mountPath": cache.get("mountPoint")}
     )
     flat = flat_volume_mounts(cache_block, recorded)
-    return [_mount_key(item) for item in flat] == [
-        _mount_key(item) for item in service.get("volumeMounts") or []
+    return [mount_key(item) for item in flat] == [
+        mount_key(item) for item in service.get("volumeMounts") or []
     ]
 
 
@@ -127,7 +142,8 @@ def _name_and_path(mount: dict[str, Any]) -> tuple[str, str]:
     return (mount.get("name") or "", mount.get("mountPoint") or "")
 
 
-def _mount_key(mount: dict[str, Any]) -> tuple[str, str, bool]:
+def mount_key(mount: dict[str, Any]) -> tuple[str, str, bool]:
+    """A flat mount as name, mount point and cache flag, empties as their zero values."""
     return (mount.get("name") or "", mount.get("mountPoint") or "", bool(mount.get("useAsCompilationCache")))
 
 

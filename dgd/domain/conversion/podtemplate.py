@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from dgd.domain.conversion.go_types import is_zero
 from dgd.domain.conversion.layout import MAIN_CONTAINER, restore_layout
 from dgd.domain.quantity import canonical_quantity
 
@@ -172,15 +173,6 @@ def extra_pod_spec_is_zero(extra_pod_spec: dict[str, Any] | None) -> bool:
 def container_is_empty(container: dict[str, Any] | None) -> bool:
     """Whether a container sets nothing but (possibly) its name."""
     return container is None or is_zero({key: value for key, value in container.items() if key != "name"})
-
-
-def is_zero(value: Any) -> bool:
-    """Kubernetes semantic emptiness: null, false, 0, "", an empty list, or an object of zero values."""
-    if isinstance(value, dict):
-        return all(is_zero(item) for item in value.values())
-    if isinstance(value, list):
-        return not value
-    return value is None or value is False or value == 0 or value == ""
 
 
 def _dedicated_container(service: dict[str, Any]) -> dict[str, Any]:

@@ -17,10 +17,11 @@ from dgd.domain.conversion.component import (
     is_legacy_type,
     shared_memory_needs_preservation,
 )
+from dgd.domain.conversion.go_types import is_zero
+from dgd.domain.conversion.layout import compilation_cache_mount, flat_volume_mounts, mount_key
 from dgd.domain.conversion.podtemplate import (
     FRONTEND_SIDECAR_CONTAINER,
     extra_pod_spec_is_zero,
-    is_zero,
     resource_item_of,
     resource_list_of,
 )
@@ -49,7 +50,7 @@ def preserved_service(name: str, service: dict[str, Any], include_origin_splits:
     if service.get("resources") is not None and not resources_round_trip(service["resources"]):
         saved["resources"] = copy.deepcopy(service["resources"])
     mounts = service.get("volumeMounts") or []
-    if sum(1 for mount in mounts if mount.get("useAsCompilationCache")) > 1:
+    if not volume_mounts_round_trip(service):
         saved["volumeMounts"] = copy.deepcopy(mounts)
     if shared_memory_needs_preservation(service.get("sharedMemory")):
         saved["sharedMemory"] = copy.deepcopy(service["sharedMemory"])
@@ -88,6 +89,22 @@ def resources_round_trip(resources: dict[str, Any]) -> bool:
         and _normalized_item(resources.get("limits")) == limits
         and claims == resources.get("claims")
     )
+
+
+def volume_mounts_round_trip(service: dict[str, Any]) -> bool:
+    """Whether the flat mounts come back from v1beta1 (a compilation cache and main's mounts) as they are.
+
+    They do not when more than one mount is flagged as the cache (§1.7), nor when the flagged one
+    is not first or a name and path repeat (see docs/decisions.md).
+    """
+    mounts = service.get("volumeMounts") or []
+    cache = compilation_cache_mount(service)
+    cache_block = (
+        None if cache is None else {"pvcName": cache.get("name"), "mountPath": cache.get("mountPoint")}
+    )
+    on_main = [{"name": mount.get("name"), "mountPath": mount.get("mountPoint")} for mount in mounts]
+    flat = flat_volume_mounts(cache_block, on_main)
+    return [mount_key(mount) for mount in flat] == [mount_key(mount) for mount in mounts]
 
 
 def _normalized_item(item: dict[str, Any] | None) -> dict[str, Any] | None:

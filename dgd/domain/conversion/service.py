@@ -15,12 +15,12 @@ import copy
 from typing import Any, NamedTuple
 
 from dgd.domain.conversion.component import PROMOTED_SUB_TYPES, shared_memory_size
+from dgd.domain.conversion.go_types import is_zero, without_zeros
 from dgd.domain.conversion.layout import MAIN_CONTAINER, POD_METADATA, flat_volume_mounts, leftover_template
 from dgd.domain.conversion.podtemplate import (
     FRONTEND_SIDECAR_CONTAINER,
     build_pod_template,
     frontend_sidecar_container,
-    is_zero,
     main_container,
     needs_pod_template,
     resource_item_of,
@@ -193,14 +193,16 @@ def _split_pod_template(component: dict[str, Any], saved: dict[str, Any]) -> dic
     saved_pod = {
         key: value for key, value in (saved.get("extraPodSpec") or {}).items() if key != "mainContainer"
     }
-    if is_zero(pod) and saved.get("extraPodSpec") is not None and is_zero(saved_pod):
+    restore_saved_pod = not pod and saved.get("extraPodSpec") is not None and is_zero(saved_pod)
+    if restore_saved_pod:
         pod = copy.deepcopy(saved_pod)
     others = [copy.deepcopy(item) for i, item in enumerate(containers) if i != main_index]
     if others:
         pod["containers"] = others
-    if own:
+    # A mainContainer the v1alpha1 original had stays, even when nothing is left on it.
+    if own or isinstance((saved.get("extraPodSpec") or {}).get("mainContainer"), dict):
         pod["mainContainer"] = own
-    if pod:
+    if pod or restore_saved_pod:
         out["extraPodSpec"] = pod
     return out
 
@@ -239,10 +241,10 @@ def _restore_origin_splits(
 
 
 def _same(expected: Any, actual: Any, field: str) -> bool:
-    # Empty equals absent; resource quantities compare in canonical spelling.
+    # As Go compares what it decoded: zero values equal absent, quantities by canonical spelling.
     if field == "resources":
         expected, actual = _canonical_resources(expected), _canonical_resources(actual)
-    return (None if is_zero(expected) else expected) == (None if is_zero(actual) else actual)
+    return bool(without_zeros(expected) == without_zeros(actual))
 
 
 def _same_cache(mounts: list[dict[str, Any]], cache: dict[str, Any] | None) -> bool:
@@ -288,7 +290,7 @@ def _drop_generated_sidecar(service: dict[str, Any], saved: dict[str, Any]) -> N
     containers.remove(generated)
     if not containers:
         pod.pop("containers")
-    if not pod:
+    if not pod and saved.get("extraPodSpec") is None:
         service.pop("extraPodSpec")
 
 
