@@ -14,9 +14,12 @@ import copy
 from typing import Any, NamedTuple
 
 from dgd.domain.conversion.component import component_of
+from dgd.domain.conversion.graph import graph_fields, graph_status
 from dgd.domain.conversion.payload import encode_spec_payload, encode_status_payload, read_spec_payload
 from dgd.domain.conversion.preservation import preserved_service
 from dgd.domain.conversion.shapes import (
+    GRAPH_SPEC,
+    GRAPH_STATUS,
     PROVIDER_OVERRIDE,
     STRINGS,
     ConversionError,
@@ -92,22 +95,8 @@ def _is_named(item: Any) -> bool:
 
 
 def _convert_spec(spec: dict[str, Any], payload: _Payload | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    out: dict[str, Any] = {}
-
     # Graph-level fields both versions share; envs is renamed, topologyProfile too.
-    for key in ("annotations", "labels", "priorityClassName", "backendFramework"):
-        if spec.get(key):
-            out[key] = copy.deepcopy(spec[key])
-    for key in ("providerOverride", "restart", "experimental"):
-        if spec.get(key) is not None:
-            out[key] = copy.deepcopy(spec[key])
-    if spec.get("topologyConstraint") is not None:
-        constraint = spec["topologyConstraint"]
-        out["topologyConstraint"] = {"clusterTopologyName": constraint.get("topologyProfile") or ""}
-        if constraint.get("packDomain"):
-            out["topologyConstraint"]["packDomain"] = constraint["packDomain"]
-    if spec.get("envs"):
-        out["env"] = copy.deepcopy(spec["envs"])
+    out: dict[str, Any] = graph_fields(spec, to_beta=True)
 
     # Services become components; a null service is dropped but remembered.
     services: dict[str, Any] = spec.get("services") or {}
@@ -144,13 +133,8 @@ def _emission_order(names: list[str], payload: _Payload | None) -> list[str]:
 
 
 def _convert_status(status: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    out: dict[str, Any] = {"state": status.get("state") or ""}
-    for key in ("observedGeneration", "placement", "restart"):
-        if status.get(key) is not None:
-            out[key] = copy.deepcopy(status[key])
-    for key in ("conditions", "checkpoints"):
-        if status.get(key):
-            out[key] = copy.deepcopy(status[key])
+    # Status fields both versions share; the rolling update names components instead of services.
+    out = graph_status(status, to_beta=True)
 
     # Services become components; componentName folds into componentNames.
     components: dict[str, Any] = {}
@@ -237,23 +221,15 @@ SERVICE_SHAPE: dict[str, Shape] = {
     "failover": {**_FEATURE, "numShadows": "integer"},
 }
 _SPEC: Shape = {
-    "providerOverride": PROVIDER_OVERRIDE,
-    "annotations": STRINGS,
-    "labels": STRINGS,
-    "priorityClassName": "string",
+    **GRAPH_SPEC,
     "pvcs": ("list", {"name": "string", "create": "boolean", "size": "quantity"}),
     "services": ("map", SERVICE_SHAPE),
     "envs": ("list", "object"),
-    "backendFramework": "string",
-    "restart": "object",
     "topologyConstraint": {"topologyProfile": "string", "packDomain": "string"},
-    "experimental": "object",
 }
 _STATUS: Shape = {
-    "state": "string",
-    "conditions": ("list", "object"),
+    **GRAPH_STATUS,
     "services": ("map", {"componentName": "string", "componentNames": ("list", "string")}),
-    "checkpoints": ("map", "object"),
     "rollingUpdate": {"updatedServices": ("list", "string")},
 }
 _DOCUMENT: dict[str, Shape] = {"metadata": {"annotations": STRINGS}, "spec": _SPEC, "status": _STATUS}

@@ -91,7 +91,7 @@ def main_container(service: dict[str, Any]) -> dict[str, Any]:
         return dedicated
     merged = _merge(dedicated, overlay)
     if isinstance(merged.get("resources"), dict):
-        merged["resources"] = _canonical_resources(merged["resources"])
+        merged["resources"] = canonical_resources(merged["resources"])
     env = merge_env(dedicated.get("env") or [], overlay.get("env") or [])
     mounts = copy.deepcopy(overlay.get("volumeMounts") or []) + (dedicated.get("volumeMounts") or [])
     merged.pop("env", None)
@@ -209,8 +209,11 @@ def _merge(base: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _canonical_resources(resources: dict[str, Any]) -> dict[str, Any]:
-    # Quantities come out in canonical spelling; anything unparseable is left for admission to reject.
+def canonical_resources(resources: Any) -> Any:
+    """ResourceRequirements with quantities in canonical spelling; anything unparseable is kept as
+    it is (admission rejects it)."""
+    if not isinstance(resources, dict):
+        return resources
     out = dict(resources)
     for key in ("limits", "requests"):
         if isinstance(out.get(key), dict):

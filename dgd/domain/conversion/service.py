@@ -20,6 +20,7 @@ from dgd.domain.conversion.layout import MAIN_CONTAINER, POD_METADATA, flat_volu
 from dgd.domain.conversion.podtemplate import (
     FRONTEND_SIDECAR_CONTAINER,
     build_pod_template,
+    canonical_resources,
     frontend_sidecar_container,
     main_container,
     needs_pod_template,
@@ -243,7 +244,7 @@ def _restore_origin_splits(
 def _same(expected: Any, actual: Any, field: str) -> bool:
     # As Go compares what it decoded: zero values equal absent, quantities by canonical spelling.
     if field == "resources":
-        expected, actual = _canonical_resources(expected), _canonical_resources(actual)
+        expected, actual = canonical_resources(expected), canonical_resources(actual)
     return bool(without_zeros(expected) == without_zeros(actual))
 
 
@@ -255,16 +256,6 @@ def _same_cache(mounts: list[dict[str, Any]], cache: dict[str, Any] | None) -> b
     return bool((first.get("name") or "") == (cache.get("pvcName") or "")) and (
         (first.get("mountPoint") or "") == (cache.get("mountPath") or "")
     )
-
-
-def _canonical_resources(resources: Any) -> Any:
-    if not isinstance(resources, dict):
-        return resources
-    out = dict(resources)
-    for key in ("limits", "requests"):
-        if isinstance(out.get(key), dict):
-            out[key] = {name: canonical_quantity(value) or value for name, value in out[key].items()}
-    return out
 
 
 def _alpha_resources(native: dict[str, Any]) -> dict[str, Any]:

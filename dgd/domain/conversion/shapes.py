@@ -20,6 +20,22 @@ Shape = str | dict[str, Any] | tuple[str, Any]
 STRINGS: Shape = ("map", "string")
 PROVIDER_OVERRIDE: Shape = {"apiVersion": "string", "target": "string", "value": "object"}
 
+#: The graph-level spec and status fields both versions of a DGD share (``graph``).
+GRAPH_SPEC: dict[str, Shape] = {
+    "providerOverride": PROVIDER_OVERRIDE,
+    "annotations": STRINGS,
+    "labels": STRINGS,
+    "priorityClassName": "string",
+    "backendFramework": "string",
+    "restart": "object",
+    "experimental": "object",
+}
+GRAPH_STATUS: dict[str, Shape] = {
+    "state": "string",
+    "conditions": ("list", "object"),
+    "checkpoints": ("map", "object"),
+}
+
 _MESSAGES = {
     "object": "must be an object",
     "string": "must be a string",

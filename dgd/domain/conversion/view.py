@@ -16,10 +16,12 @@ from typing import Any
 
 from dgd.domain.conversion.dgd import KIND, SPEC_ANNOTATION, STATUS_ANNOTATION, V1ALPHA1, V1BETA1
 from dgd.domain.conversion.go_types import go_order
+from dgd.domain.conversion.graph import graph_fields, graph_status
 from dgd.domain.conversion.payload import encode_spec_payload, read_spec_payload, read_status_payload
 from dgd.domain.conversion.service import COMPONENT_SHAPE, service_of
 from dgd.domain.conversion.shapes import (
-    PROVIDER_OVERRIDE,
+    GRAPH_SPEC,
+    GRAPH_STATUS,
     STRINGS,
     ConversionError,
     Shape,
@@ -63,22 +65,8 @@ def dgd_to_v1alpha1(doc: dict[str, Any]) -> dict[str, Any]:
 def _convert_spec(
     spec: dict[str, Any], saved: dict[str, Any] | None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    out: dict[str, Any] = {}
-
     # Graph-level fields both versions share; env is renamed, clusterTopologyName too.
-    for key in ("annotations", "labels", "priorityClassName", "backendFramework"):
-        if spec.get(key):
-            out[key] = copy.deepcopy(spec[key])
-    for key in ("providerOverride", "restart", "experimental"):
-        if spec.get(key) is not None:
-            out[key] = copy.deepcopy(spec[key])
-    if spec.get("topologyConstraint") is not None:
-        constraint = spec["topologyConstraint"]
-        out["topologyConstraint"] = {"topologyProfile": constraint.get("clusterTopologyName") or ""}
-        if constraint.get("packDomain"):
-            out["topologyConstraint"]["packDomain"] = constraint["packDomain"]
-    if spec.get("env"):
-        out["envs"] = copy.deepcopy(spec["env"])
+    out = graph_fields(spec, to_beta=False)
 
     # PVCs exist only in v1alpha1: they come back as saved.
     saved_spec = saved or {}
@@ -132,13 +120,8 @@ def _leftover_spec(names: list[str], leftovers: dict[str, dict[str, Any]]) -> di
 
 
 def _convert_status(status: dict[str, Any], saved: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {"state": status.get("state") or ""}
-    for key in ("observedGeneration", "placement", "restart"):
-        if status.get(key) is not None:
-            out[key] = copy.deepcopy(status[key])
-    for key in ("conditions", "checkpoints"):
-        if status.get(key):
-            out[key] = copy.deepcopy(status[key])
+    # Status fields both versions share; the rolling update names services instead of components.
+    out = graph_status(status, to_beta=False)
 
     # Components become services; componentName is derived, or restored while still consistent.
     saved_services = _object(saved.get("services"))
@@ -150,34 +133,19 @@ def _convert_status(status: dict[str, Any], saved: dict[str, Any]) -> dict[str, 
     if services:
         out["services"] = services
 
-    # The rolling update names services instead of components.
-    if status.get("rollingUpdate") is not None:
-        rolling = copy.deepcopy(status["rollingUpdate"])
-        updated = rolling.pop("updatedComponents", None)
-        if updated:
-            rolling["updatedServices"] = updated
-        out["rollingUpdate"] = rolling
     return out
 
 
 # The v1beta1 input shapes, checked before converting (see ``shapes``).
 _SPEC: Shape = {
-    "providerOverride": PROVIDER_OVERRIDE,
-    "annotations": STRINGS,
-    "labels": STRINGS,
-    "priorityClassName": "string",
+    **GRAPH_SPEC,
     "components": ("list", COMPONENT_SHAPE),
     "env": ("list", "object"),
-    "backendFramework": "string",
-    "restart": "object",
     "topologyConstraint": {"clusterTopologyName": "string", "packDomain": "string"},
-    "experimental": "object",
 }
 _STATUS: Shape = {
-    "state": "string",
-    "conditions": ("list", "object"),
+    **GRAPH_STATUS,
     "components": ("map", {"componentNames": ("list", "string")}),
-    "checkpoints": ("map", "object"),
     "rollingUpdate": {"updatedComponents": ("list", "string")},
 }
 _DOCUMENT: dict[str, Shape] = {"metadata": {"annotations": STRINGS}, "spec": _SPEC, "status": _STATUS}

@@ -23,7 +23,13 @@ from dgd.domain.conversion.dgdsa import dgdsa_to_v1alpha1, dgdsa_to_v1beta1
 from dgd.domain.conversion.view import dgd_to_v1alpha1
 from dgd.domain.quantity import canonical_quantity
 from tests.conversion_strategies import alpha_dgds, beta_dgds
-from tests.unit.domain.test_conversion import EXAMPLE_2_ANNOTATION, FIXTURE, VLLM_AGG, _fixture
+from tests.unit.domain.test_conversion import (
+    EXAMPLE_2_ANNOTATION,
+    FIXTURE,
+    VLLM_AGG,
+    _fixture,
+    example_2_input,
+)
 from tests.upstream import DYNAMO, UPSTREAM, load_documents
 
 SPEC_KEY = "nvidia.com/dgd-spec"
@@ -90,31 +96,6 @@ def _stored_example_1() -> dict[str, Any]:
     return stored
 
 
-def _example_2_additions(document: dict[str, Any]) -> dict[str, Any]:
-    # §1.14: the fixture plus PVCs and v1alpha1-only worker fields.
-    document = copy.deepcopy(document)
-    document["spec"]["pvcs"] = [
-        {
-            "name": "model-cache",
-            "create": True,
-            "size": "100Gi",
-            "storageClass": "standard",
-            "volumeAccessMode": "ReadWriteMany",
-        }
-    ]
-    document["spec"]["services"]["VllmDecodeWorker"].update(
-        {
-            "subComponentType": "decode",
-            "dynamoNamespace": "my-legacy-ns",
-            "annotations": {"example.com/team": "llm"},
-            "scalingAdapter": {"enabled": True},
-            "sharedMemory": {"size": "16Gi"},
-            "volumeMounts": [{"name": "model-cache", "mountPoint": "/root/.cache"}],
-        }
-    )
-    return document
-
-
 # §1.13 and §1.14: the worked examples.
 
 
@@ -178,12 +159,12 @@ def test_worked_example_2_stored_object_restores_every_v1alpha1_field() -> None:
     view = dgd_to_v1alpha1(stored)
 
     # then every input field of §1.14 comes back, PVCs and flat volume mounts included
-    assert view == _example_2_additions(_fixture())
+    assert view == example_2_input()
 
 
 def test_worked_example_2_round_trips_through_v1beta1() -> None:
     # given the §1.14 input
-    document = _example_2_additions(_fixture())
+    document = example_2_input()
 
     # when it goes to v1beta1 and back
     stored = dgd_to_v1beta1(document)
@@ -592,7 +573,7 @@ def test_v1beta1_input_the_conversion_cannot_handle_is_reported_at_its_path(
 
 def test_a_dcd_with_an_empty_service_name_gets_the_nil_record_and_reads_back_blank() -> None:
     # given a v1alpha1 DCD without a serviceName and without a pod template
-    document = _alpha_dcd({"componentType": "frontend", "replicas": 1})
+    document = _dcd(ALPHA, {"componentType": "frontend", "replicas": 1}, "g-frontend")
 
     # when it goes to v1beta1 and back
     stored = dcd_to_v1beta1(document)
@@ -608,7 +589,8 @@ def test_a_dcd_with_an_empty_service_name_gets_the_nil_record_and_reads_back_bla
 
 def test_a_dcd_round_trips_with_v1alpha1_only_fields_and_the_pod_selector() -> None:
     # given a v1alpha1 DCD with v1alpha1-only fields, a pod template and a status with a pod selector
-    document = _alpha_dcd(
+    document = _dcd(
+        ALPHA,
         {
             "backendFramework": "vllm",
             "serviceName": "Worker",
@@ -618,7 +600,8 @@ def test_a_dcd_round_trips_with_v1alpha1_only_fields_and_the_pod_selector() -> N
             "ingress": {"enabled": True, "host": "worker"},
             "envFromSecret": "hf-token-secret",
             "extraPodSpec": {"mainContainer": {"image": "w:1.0.0"}},
-        }
+        },
+        "g-frontend",
     )
     document["status"] = {
         "observedGeneration": 2,
@@ -645,14 +628,16 @@ def test_a_dcd_round_trips_with_v1alpha1_only_fields_and_the_pod_selector() -> N
 
 def test_a_v1beta1_dcd_round_trips_including_an_empty_name_and_its_origin() -> None:
     # given v1beta1-first DCDs: one with a template, one without a name
-    templated = _beta_dcd(
+    templated = _dcd(
+        BETA,
         {
             "name": "Worker",
             "type": "worker",
             "podTemplate": {"spec": {"containers": [{"name": "main", "image": "w:1"}]}},
-        }
+        },
+        "g-worker",
     )
-    nameless = _beta_dcd({"type": "frontend", "replicas": 1})
+    nameless = _dcd(BETA, {"type": "frontend", "replicas": 1}, "g-worker")
 
     # when each is read as v1alpha1 and written back
     views = [dcd_to_v1alpha1(templated), dcd_to_v1alpha1(nameless)]
@@ -823,19 +808,10 @@ def _beta_dgd(*components: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _alpha_dcd(spec: dict[str, Any]) -> dict[str, Any]:
+def _dcd(version: str, spec: dict[str, Any], name: str) -> dict[str, Any]:
     return {
+        "apiVersion": version,
         "kind": "DynamoComponentDeployment",
-        "apiVersion": ALPHA,
-        "metadata": {"name": "g-frontend"},
-        "spec": spec,
-    }
-
-
-def _beta_dcd(spec: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": BETA,
-        "kind": "DynamoComponentDeployment",
-        "metadata": {"name": "g-worker"},
+        "metadata": {"name": name},
         "spec": spec,
     }
