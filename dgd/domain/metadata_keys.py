@@ -30,6 +30,7 @@ TOPOLOGY_SOURCE_KEYS = ("nvidia.com/topology-label-key", "nvidia.com/topology-cl
 # Conversion preservation.
 DGD_SPEC_PAYLOAD = "nvidia.com/dgd-spec"
 DCD_SPEC_PAYLOAD = "nvidia.com/dcd-spec"
+DCD_STATUS_PAYLOAD = "nvidia.com/dcd-status"
 
 #: DGD metadata annotations copied into every pod template as low-priority defaults (podspec §3.1).
 PROPAGATED_ANNOTATIONS = (

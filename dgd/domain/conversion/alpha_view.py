@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from dgd.domain.conversion.payload import read_spec_payload
 from dgd.domain.metadata_keys import DGD_SPEC_PAYLOAD
 from dgd.messages.component import ComponentSpec
 from dgd.messages.dgd import DynamoGraphDeployment
@@ -20,15 +21,8 @@ _DCD_FIELDS = ("annotations", "labels", "ingress", "subComponentType", "dynamoNa
 
 def preserved_service(dgd: DynamoGraphDeployment, component_name: str) -> dict[str, Any]:
     """The sparse v1alpha1 service kept for a component (empty when there is none)."""
-    raw = (dgd.metadata.annotations or {}).get(DGD_SPEC_PAYLOAD)
-    if not raw:
-        return {}
-    try:
-        parsed = json.loads(raw)
-    except ValueError:
-        return {}
-    spec = parsed.get("spec") if isinstance(parsed, dict) and "spec" in parsed else parsed
-    services = spec.get("services") if isinstance(spec, dict) else None
+    payload = read_spec_payload((dgd.metadata.annotations or {}).get(DGD_SPEC_PAYLOAD))
+    services = payload.spec.get("services") if payload is not None else None
     service = services.get(component_name) if isinstance(services, dict) else None
     return service if isinstance(service, dict) else {}
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from dgd.domain.conversion.layout import compilation_cache_mount
 from dgd.domain.conversion.podtemplate import FRONTEND_SIDECAR_CONTAINER, build_pod_template
 from dgd.domain.quantity import canonical_quantity, is_zero_quantity
 
@@ -40,13 +41,14 @@ def component_of(
     if service.get("globalDynamoNamespace"):
         component["globalDynamoNamespace"] = True
 
-    # The pod template, and the name of the frontend sidecar it carries.
-    payload_has_template = payload_component is not None and payload_component.get("podTemplate") is not None
-    template = build_pod_template(service, payload_has_template)
+    # The pod template, and the name of the frontend sidecar it carries (v1alpha1's, or the payload's).
+    saved_template = (payload_component or {}).get("podTemplate")
+    template = build_pod_template(service, saved_template if isinstance(saved_template, dict) else None)
     if template is not None:
         component["podTemplate"] = template
-        if service.get("frontendSidecar") is not None:
-            component["frontendSidecar"] = FRONTEND_SIDECAR_CONTAINER
+        sidecar = _frontend_sidecar_name(service, template, payload_component or {})
+        if sidecar:
+            component["frontendSidecar"] = sidecar
 
     # Fields both versions share, copied as they are.
     for key in ("replicas", "minAvailable", "multinode", "modelRef", "eppConfig", "topologyConstraint"):
@@ -54,9 +56,9 @@ def component_of(
             component[key] = copy.deepcopy(service[key])
 
     # Shapes that changed: shared memory, the adapter marker, the compilation cache.
-    shared_memory_size = _shared_memory_size(service.get("sharedMemory"))
-    if shared_memory_size is not None:
-        component["sharedMemorySize"] = shared_memory_size
+    size = shared_memory_size(service.get("sharedMemory"))
+    if size is not None:
+        component["sharedMemorySize"] = size
     if (service.get("scalingAdapter") or {}).get("enabled"):
         component["scalingAdapter"] = {}
     cache = compilation_cache_mount(service)
@@ -98,14 +100,6 @@ def component_type_of(service: dict[str, Any]) -> str:
     return component_type
 
 
-def compilation_cache_mount(service: dict[str, Any]) -> dict[str, Any] | None:
-    """The first volume mount flagged ``useAsCompilationCache``, if any."""
-    for mount in service.get("volumeMounts") or []:
-        if mount.get("useAsCompilationCache"):
-            return dict(mount)
-    return None
-
-
 def shared_memory_needs_preservation(shared_memory: dict[str, Any] | None) -> bool:
     """Whether ``sharedMemory`` says more than ``sharedMemorySize``: disabled+sized, or enabled+unsized."""
     if shared_memory is None:
@@ -114,8 +108,8 @@ def shared_memory_needs_preservation(shared_memory: dict[str, Any] | None) -> bo
     return not zero_size if shared_memory.get("disabled") else zero_size
 
 
-def _shared_memory_size(shared_memory: dict[str, Any] | None) -> str | None:
-    # Disabled means "0"; otherwise a non-zero size carries over and anything else stays unset.
+def shared_memory_size(shared_memory: dict[str, Any] | None) -> str | None:
+    """``sharedMemorySize`` for a ``sharedMemory`` block: ``"0"`` when disabled, else a non-zero size."""
     if shared_memory is None:
         return None
     if shared_memory.get("disabled"):
@@ -124,6 +118,19 @@ def _shared_memory_size(shared_memory: dict[str, Any] | None) -> str | None:
     if size is None or is_zero_quantity(size):
         return None
     return canonical_quantity(size)
+
+
+def _frontend_sidecar_name(
+    service: dict[str, Any], template: dict[str, Any], payload_component: dict[str, Any]
+) -> str | None:
+    # v1alpha1's sidecar block names the container it adds; a payload may name a user container.
+    if service.get("frontendSidecar") is not None:
+        return FRONTEND_SIDECAR_CONTAINER
+    name = payload_component.get("frontendSidecar")
+    containers = template["spec"]["containers"]
+    if isinstance(name, str) and any(item.get("name") == name for item in containers):
+        return name
+    return None
 
 
 def _experimental(service: dict[str, Any]) -> dict[str, Any]:

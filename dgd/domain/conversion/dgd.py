@@ -11,29 +11,32 @@ upstream writes them; all other metadata is carried over unchanged.
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any, NamedTuple
 
 from dgd.domain.conversion.component import component_of
-from dgd.domain.conversion.payload import encode_spec_payload, encode_status_payload
+from dgd.domain.conversion.graph import graph_fields, graph_status
+from dgd.domain.conversion.payload import encode_spec_payload, encode_status_payload, read_spec_payload
 from dgd.domain.conversion.preservation import preserved_service
-from dgd.domain.quantity import canonical_quantity
+from dgd.domain.conversion.shapes import (
+    GRAPH_SPEC,
+    GRAPH_STATUS,
+    PROVIDER_OVERRIDE,
+    STRINGS,
+    ConversionError,
+    Shape,
+    check_identity,
+    check_shape,
+)
+from dgd.domain.conversion.status import component_status_of
 from dgd.messages.base import sorted_keys
+
+__all__ = ["KIND", "V1ALPHA1", "V1BETA1", "ConversionError", "dgd_to_v1beta1"]
 
 V1ALPHA1 = "nvidia.com/v1alpha1"
 V1BETA1 = "nvidia.com/v1beta1"
 KIND = "DynamoGraphDeployment"
 SPEC_ANNOTATION = "nvidia.com/dgd-spec"
 STATUS_ANNOTATION = "nvidia.com/dgd-status"
-
-
-class ConversionError(ValueError):
-    """Input the conversion cannot handle, at ``path`` (``spec.services[Frontend].componentType``)."""
-
-    def __init__(self, path: str, message: str) -> None:
-        super().__init__(f"{path}: {message}")
-        self.path = path
-        self.message = message
 
 
 def dgd_to_v1beta1(doc: dict[str, Any]) -> dict[str, Any]:
@@ -79,14 +82,8 @@ class _Payload(NamedTuple):
 
 def _read_v1beta1_payload(raw: Any) -> _Payload | None:
     # Any parseable payload counts (envelope or bare legacy spec); an unparseable one is ignored.
-    if not isinstance(raw, str) or not raw:
-        return None
-    try:
-        parsed = json.loads(raw)
-    except ValueError:
-        return None
-    spec = parsed.get("spec") if isinstance(parsed, dict) and "spec" in parsed else parsed
-    entries = spec.get("components") or [] if isinstance(spec, dict) else None
+    payload = read_spec_payload(raw)
+    entries = (payload.spec.get("components") or []) if payload is not None else None
     if not isinstance(entries, list) or not all(_is_named(item) for item in entries):
         return None
     names = [item.get("name") or "" for item in entries]
@@ -98,22 +95,8 @@ def _is_named(item: Any) -> bool:
 
 
 def _convert_spec(spec: dict[str, Any], payload: _Payload | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    out: dict[str, Any] = {}
-
     # Graph-level fields both versions share; envs is renamed, topologyProfile too.
-    for key in ("annotations", "labels", "priorityClassName", "backendFramework"):
-        if spec.get(key):
-            out[key] = copy.deepcopy(spec[key])
-    for key in ("providerOverride", "restart", "experimental"):
-        if spec.get(key) is not None:
-            out[key] = copy.deepcopy(spec[key])
-    if spec.get("topologyConstraint") is not None:
-        constraint = spec["topologyConstraint"]
-        out["topologyConstraint"] = {"clusterTopologyName": constraint.get("topologyProfile") or ""}
-        if constraint.get("packDomain"):
-            out["topologyConstraint"]["packDomain"] = constraint["packDomain"]
-    if spec.get("envs"):
-        out["env"] = copy.deepcopy(spec["envs"])
+    out: dict[str, Any] = graph_fields(spec, to_beta=True)
 
     # Services become components; a null service is dropped but remembered.
     services: dict[str, Any] = spec.get("services") or {}
@@ -150,13 +133,8 @@ def _emission_order(names: list[str], payload: _Payload | None) -> list[str]:
 
 
 def _convert_status(status: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    out: dict[str, Any] = {"state": status.get("state") or ""}
-    for key in ("observedGeneration", "placement", "restart"):
-        if status.get(key) is not None:
-            out[key] = copy.deepcopy(status[key])
-    for key in ("conditions", "checkpoints"):
-        if status.get(key):
-            out[key] = copy.deepcopy(status[key])
+    # Status fields both versions share; the rolling update names components instead of services.
+    out = graph_status(status, to_beta=True)
 
     # Services become components; componentName folds into componentNames.
     components: dict[str, Any] = {}
@@ -164,16 +142,9 @@ def _convert_status(status: dict[str, Any]) -> tuple[dict[str, Any], dict[str, A
     for name, service in (status.get("services") or {}).items():
         if service is None:
             continue
-        component = {key: copy.deepcopy(value) for key, value in service.items() if key != "componentName"}
-        names = list(service.get("componentNames") or [])
-        single = service.get("componentName") or ""
-        component.pop("componentNames", None)
-        if names or single:
-            component["componentNames"] = names or [single]
-        components[name] = component
-        # A componentName that is not the last of componentNames cannot be derived back.
-        if (names[-1] if names else "") != single:
-            preserved[name] = {"componentName": single, "componentNames": names}
+        components[name], saved = component_status_of(service)
+        if saved is not None:
+            preserved[name] = saved
     if components:
         out["components"] = components
 
@@ -187,12 +158,7 @@ def _convert_status(status: dict[str, Any]) -> tuple[dict[str, Any], dict[str, A
     return out, preserved
 
 
-# Input shapes, checked before converting. A shape is a JSON type name, an object's field shapes,
-# ("list", element) or ("map", value); null always means "not set" and passes.
-Shape = str | dict[str, Any] | tuple[str, Any]
-
-_STRINGS: Shape = ("map", "string")
-_PROVIDER_OVERRIDE: Shape = {"apiVersion": "string", "target": "string", "value": "object"}
+# The v1alpha1 input shapes, checked before converting (see ``shapes``).
 _RESOURCE_ITEM: Shape = {
     "cpu": "resource",
     "memory": "resource",
@@ -211,10 +177,11 @@ _CONTAINER: Shape = {
     "startupProbe": "object",
 }
 _FEATURE: dict[str, Shape] = {"enabled": "boolean", "mode": "string"}
-_SERVICE: Shape = {
-    "providerOverride": _PROVIDER_OVERRIDE,
-    "annotations": _STRINGS,
-    "labels": _STRINGS,
+#: A v1alpha1 service (a DGD `services` entry, and a DCD spec), as far as conversion reads it.
+SERVICE_SHAPE: dict[str, Shape] = {
+    "providerOverride": PROVIDER_OVERRIDE,
+    "annotations": STRINGS,
+    "labels": STRINGS,
     "serviceName": "string",
     "componentType": "string",
     "subComponentType": "string",
@@ -229,7 +196,7 @@ _SERVICE: Shape = {
     "ingress": "object",
     "modelRef": "object",
     "sharedMemory": {"disabled": "boolean", "size": "quantity"},
-    "extraPodMetadata": {"annotations": _STRINGS, "labels": _STRINGS},
+    "extraPodMetadata": {"annotations": STRINGS, "labels": STRINGS},
     "extraPodSpec": {"containers": ("list", {"name": "string"}), "mainContainer": _CONTAINER},
     "livenessProbe": "object",
     "readinessProbe": "object",
@@ -254,80 +221,21 @@ _SERVICE: Shape = {
     "failover": {**_FEATURE, "numShadows": "integer"},
 }
 _SPEC: Shape = {
-    "providerOverride": _PROVIDER_OVERRIDE,
-    "annotations": _STRINGS,
-    "labels": _STRINGS,
-    "priorityClassName": "string",
+    **GRAPH_SPEC,
     "pvcs": ("list", {"name": "string", "create": "boolean", "size": "quantity"}),
-    "services": ("map", _SERVICE),
+    "services": ("map", SERVICE_SHAPE),
     "envs": ("list", "object"),
-    "backendFramework": "string",
-    "restart": "object",
     "topologyConstraint": {"topologyProfile": "string", "packDomain": "string"},
-    "experimental": "object",
 }
 _STATUS: Shape = {
-    "state": "string",
-    "conditions": ("list", "object"),
+    **GRAPH_STATUS,
     "services": ("map", {"componentName": "string", "componentNames": ("list", "string")}),
-    "checkpoints": ("map", "object"),
     "rollingUpdate": {"updatedServices": ("list", "string")},
 }
-_DOCUMENT: dict[str, Shape] = {"metadata": {"annotations": _STRINGS}, "spec": _SPEC, "status": _STATUS}
-
-_MESSAGES = {
-    "object": "must be an object",
-    "string": "must be a string",
-    "boolean": "must be a boolean",
-    "integer": "must be an integer",
-    "list": "must be a list",
-    "resource": "must be a string quantity such as 8Gi",
-    "quantity": "must be a Kubernetes quantity such as 8Gi",
-}
+_DOCUMENT: dict[str, Shape] = {"metadata": {"annotations": STRINGS}, "spec": _SPEC, "status": _STATUS}
 
 
 def _check_document(doc: dict[str, Any]) -> None:
-    if doc.get("apiVersion") != V1ALPHA1:
-        raise ConversionError(
-            "apiVersion", f"must be {V1ALPHA1} to convert to {V1BETA1}, got {doc.get('apiVersion')!r}"
-        )
-    if doc.get("kind") != KIND:
-        raise ConversionError("kind", f"must be {KIND}, got {doc.get('kind')!r}")
+    check_identity(doc, V1ALPHA1, KIND, V1BETA1)
     for key, shape in _DOCUMENT.items():
-        _check(doc.get(key), shape, key)
-
-
-def _check(value: Any, shape: Shape, path: str) -> None:
-    if value is None:
-        return
-    if isinstance(shape, dict):
-        _require(isinstance(value, dict), "object", path)
-        for key, field_shape in shape.items():
-            _check(value.get(key), field_shape, f"{path}.{key}")
-    elif isinstance(shape, tuple) and shape[0] == "list":
-        _require(isinstance(value, list), "list", path)
-        for index, item in enumerate(value):
-            _check(item, shape[1], f"{path}[{index}]")
-    elif isinstance(shape, tuple):
-        _require(isinstance(value, dict), "object", path)
-        for key, item in value.items():
-            _check(item, shape[1], f"{path}[{key}]")
-    else:
-        _require(_is_kind(value, shape), shape, path)
-
-
-def _is_kind(value: Any, kind: str) -> bool:
-    is_int = isinstance(value, int) and not isinstance(value, bool)
-    if kind == "resource":
-        return isinstance(value, str) or is_int
-    if kind == "quantity":
-        return (isinstance(value, str) or is_int) and canonical_quantity(value) is not None
-    if kind == "integer":
-        return is_int
-    types: dict[str, type] = {"object": dict, "string": str, "boolean": bool, "list": list}
-    return isinstance(value, types[kind])
-
-
-def _require(ok: bool, kind: str, path: str) -> None:
-    if not ok:
-        raise ConversionError(path, _MESSAGES[kind])
+        check_shape(doc.get(key), shape, key)

@@ -10,9 +10,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from dgd.domain.conversion.go_types import is_zero
+from dgd.domain.conversion.layout import MAIN_CONTAINER, restore_layout
 from dgd.domain.quantity import canonical_quantity
 
-MAIN_CONTAINER = "main"
 FRONTEND_SIDECAR_CONTAINER = "sidecar-frontend"
 DEFAULT_GPU_RESOURCE = "nvidia.com/gpu"
 
@@ -33,9 +34,15 @@ def needs_pod_template(service: dict[str, Any], payload_has_pod_template: bool) 
     )
 
 
-def build_pod_template(service: dict[str, Any], payload_has_pod_template: bool) -> dict[str, Any] | None:
-    """The composed ``podTemplate``, or ``None`` when the service needs none (§1.5 build steps 1–6)."""
-    if not needs_pod_template(service, payload_has_pod_template):
+def build_pod_template(
+    service: dict[str, Any], saved_template: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """The composed ``podTemplate``, or ``None`` when the service needs none (§1.5 build steps 1–6).
+
+    ``saved_template`` is the sparse v1beta1 ``podTemplate`` a v1alpha1 view carried for this
+    component (``layout.leftover_template``): it forces a template and its layout is laid back.
+    """
+    if not needs_pod_template(service, saved_template is not None):
         return None
     extra_pod_spec = service.get("extraPodSpec") or {}
 
@@ -62,9 +69,11 @@ def build_pod_template(service: dict[str, Any], payload_has_pod_template: bool) 
     # 6. The frontend sidecar goes last, unless the user already declared a container with its name.
     sidecar = service.get("frontendSidecar")
     if sidecar is not None and all(item.get("name") != FRONTEND_SIDECAR_CONTAINER for item in containers):
-        containers.append(_frontend_sidecar_container(sidecar))
+        containers.append(frontend_sidecar_container(sidecar))
     spec["containers"] = containers
     template["spec"] = spec
+    if saved_template is not None:
+        restore_layout(template, saved_template, service)
     return template
 
 
@@ -82,7 +91,7 @@ def main_container(service: dict[str, Any]) -> dict[str, Any]:
         return dedicated
     merged = _merge(dedicated, overlay)
     if isinstance(merged.get("resources"), dict):
-        merged["resources"] = _canonical_resources(merged["resources"])
+        merged["resources"] = canonical_resources(merged["resources"])
     env = merge_env(dedicated.get("env") or [], overlay.get("env") or [])
     mounts = copy.deepcopy(overlay.get("volumeMounts") or []) + (dedicated.get("volumeMounts") or [])
     merged.pop("env", None)
@@ -139,6 +148,20 @@ def resource_list_of(item: dict[str, Any] | None) -> dict[str, str]:
     return out
 
 
+def resource_item_of(resource_list: dict[str, Any]) -> dict[str, Any]:
+    """The inverse of ``resource_list_of``: ``cpu``, ``memory`` and ``nvidia.com/gpu`` by name,
+    every other resource under ``custom``, quantities in canonical spelling (§1.6 ←)."""
+    named = {"cpu": "cpu", "memory": "memory", DEFAULT_GPU_RESOURCE: "gpu"}
+    item: dict[str, Any] = {}
+    for resource, value in resource_list.items():
+        quantity = canonical_quantity(value) or str(value)
+        if resource in named:
+            item[named[resource]] = quantity
+        else:
+            item.setdefault("custom", {})[resource] = quantity
+    return item
+
+
 def extra_pod_spec_is_zero(extra_pod_spec: dict[str, Any] | None) -> bool:
     """Whether extraPodSpec sets nothing: an empty pod spec and a main container with at most a name."""
     if extra_pod_spec is None:
@@ -150,15 +173,6 @@ def extra_pod_spec_is_zero(extra_pod_spec: dict[str, Any] | None) -> bool:
 def container_is_empty(container: dict[str, Any] | None) -> bool:
     """Whether a container sets nothing but (possibly) its name."""
     return container is None or is_zero({key: value for key, value in container.items() if key != "name"})
-
-
-def is_zero(value: Any) -> bool:
-    """Kubernetes semantic emptiness: null, false, 0, "", an empty list, or an object of zero values."""
-    if isinstance(value, dict):
-        return all(is_zero(item) for item in value.values())
-    if isinstance(value, list):
-        return not value
-    return value is None or value is False or value == 0 or value == ""
 
 
 def _dedicated_container(service: dict[str, Any]) -> dict[str, Any]:
@@ -195,8 +209,11 @@ def _merge(base: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _canonical_resources(resources: dict[str, Any]) -> dict[str, Any]:
-    # Quantities come out in canonical spelling; anything unparseable is left for admission to reject.
+def canonical_resources(resources: Any) -> Any:
+    """ResourceRequirements with quantities in canonical spelling; anything unparseable is kept as
+    it is (admission rejects it)."""
+    if not isinstance(resources, dict):
+        return resources
     out = dict(resources)
     for key in ("limits", "requests"):
         if isinstance(out.get(key), dict):
@@ -204,7 +221,8 @@ def _canonical_resources(resources: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _frontend_sidecar_container(sidecar: dict[str, Any]) -> dict[str, Any]:
+def frontend_sidecar_container(sidecar: dict[str, Any]) -> dict[str, Any]:
+    """The container v1alpha1's ``frontendSidecar`` block adds to the pod (§1.4)."""
     container: dict[str, Any] = {"name": FRONTEND_SIDECAR_CONTAINER}
     if sidecar.get("image"):
         container["image"] = sidecar["image"]

@@ -17,10 +17,12 @@ from dgd.domain.conversion.component import (
     is_legacy_type,
     shared_memory_needs_preservation,
 )
+from dgd.domain.conversion.go_types import is_zero
+from dgd.domain.conversion.layout import compilation_cache_mount, flat_volume_mounts, mount_key
 from dgd.domain.conversion.podtemplate import (
     FRONTEND_SIDECAR_CONTAINER,
     extra_pod_spec_is_zero,
-    is_zero,
+    resource_item_of,
     resource_list_of,
 )
 
@@ -48,7 +50,7 @@ def preserved_service(name: str, service: dict[str, Any], include_origin_splits:
     if service.get("resources") is not None and not resources_round_trip(service["resources"]):
         saved["resources"] = copy.deepcopy(service["resources"])
     mounts = service.get("volumeMounts") or []
-    if sum(1 for mount in mounts if mount.get("useAsCompilationCache")) > 1:
+    if not volume_mounts_round_trip(service):
         saved["volumeMounts"] = copy.deepcopy(mounts)
     if shared_memory_needs_preservation(service.get("sharedMemory")):
         saved["sharedMemory"] = copy.deepcopy(service["sharedMemory"])
@@ -77,8 +79,8 @@ def resources_round_trip(resources: dict[str, Any]) -> bool:
     It does not for a non-default ``gpuType``, a value that is not a quantity or is not spelled
     canonically, an empty item or an empty ``custom`` map, or when nothing at all survives.
     """
-    requests = _item_from_list(resource_list_of(resources.get("requests")))
-    limits = _item_from_list(resource_list_of(resources.get("limits")))
+    requests = _normalized_item(resource_item_of(resource_list_of(resources.get("requests"))) or None)
+    limits = _normalized_item(resource_item_of(resource_list_of(resources.get("limits"))) or None)
     claims = resources.get("claims")
     if requests is None and limits is None and not claims:
         return False
@@ -89,18 +91,20 @@ def resources_round_trip(resources: dict[str, Any]) -> bool:
     )
 
 
-def _item_from_list(resource_list: dict[str, str]) -> dict[str, Any] | None:
-    # The reverse mapping: cpu, memory and nvidia.com/gpu by name, everything else custom.
-    if not resource_list:
-        return None
-    named = {"cpu": "cpu", "memory": "memory", "nvidia.com/gpu": "gpu"}
-    item: dict[str, Any] = {"cpu": "", "memory": "", "gpu": "", "gpuType": "", "custom": None}
-    for resource, quantity in resource_list.items():
-        if resource in named:
-            item[named[resource]] = quantity
-        else:
-            item["custom"] = {**(item["custom"] or {}), resource: quantity}
-    return item
+def volume_mounts_round_trip(service: dict[str, Any]) -> bool:
+    """Whether the flat mounts come back from v1beta1 (a compilation cache and main's mounts) as they are.
+
+    They do not when more than one mount is flagged as the cache (§1.7), nor when the flagged one
+    is not first or a name and path repeat (see docs/decisions.md).
+    """
+    mounts = service.get("volumeMounts") or []
+    cache = compilation_cache_mount(service)
+    cache_block = (
+        None if cache is None else {"pvcName": cache.get("name"), "mountPath": cache.get("mountPoint")}
+    )
+    on_main = [{"name": mount.get("name"), "mountPath": mount.get("mountPoint")} for mount in mounts]
+    flat = flat_volume_mounts(cache_block, on_main)
+    return [mount_key(mount) for mount in flat] == [mount_key(mount) for mount in mounts]
 
 
 def _normalized_item(item: dict[str, Any] | None) -> dict[str, Any] | None:

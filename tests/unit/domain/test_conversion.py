@@ -38,6 +38,32 @@ def _fixture() -> dict[str, Any]:
     return document
 
 
+def example_2_input() -> dict[str, Any]:
+    """The input of worked example 2 (supplement §1.14): the fixture plus PVCs and v1alpha1-only
+    worker fields."""
+    document = _fixture()
+    document["spec"]["pvcs"] = [
+        {
+            "name": "model-cache",
+            "create": True,
+            "size": "100Gi",
+            "storageClass": "standard",
+            "volumeAccessMode": "ReadWriteMany",
+        }
+    ]
+    document["spec"]["services"]["VllmDecodeWorker"].update(
+        {
+            "subComponentType": "decode",
+            "dynamoNamespace": "my-legacy-ns",
+            "annotations": {"example.com/team": "llm"},
+            "scalingAdapter": {"enabled": True},
+            "sharedMemory": {"size": "16Gi"},
+            "volumeMounts": [{"name": "model-cache", "mountPoint": "/root/.cache"}],
+        }
+    )
+    return document
+
+
 def _dgd(services: dict[str, Any], **spec: Any) -> dict[str, Any]:
     return {
         "apiVersion": "nvidia.com/v1alpha1",
@@ -84,26 +110,7 @@ def test_worked_example_1_fixture_converts_to_the_vllm_agg_example_with_the_exac
 
 def test_worked_example_2_keeps_v1alpha1_only_fields_in_the_exact_annotation() -> None:
     # given the fixture plus PVCs and v1alpha1-only worker fields
-    document = _fixture()
-    document["spec"]["pvcs"] = [
-        {
-            "name": "model-cache",
-            "create": True,
-            "size": "100Gi",
-            "storageClass": "standard",
-            "volumeAccessMode": "ReadWriteMany",
-        }
-    ]
-    document["spec"]["services"]["VllmDecodeWorker"].update(
-        {
-            "subComponentType": "decode",
-            "dynamoNamespace": "my-legacy-ns",
-            "annotations": {"example.com/team": "llm"},
-            "scalingAdapter": {"enabled": True},
-            "sharedMemory": {"size": "16Gi"},
-            "volumeMounts": [{"name": "model-cache", "mountPoint": "/root/.cache"}],
-        }
-    )
+    document = example_2_input()
 
     # when it is converted
     converted = dgd_to_v1beta1(document)
