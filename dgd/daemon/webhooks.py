@@ -33,9 +33,11 @@ from dgd.messages.admission import (
     AdmissionRequest,
     AdmissionResponse,
     AdmissionReview,
+    AdmissionReviewRequest,
     ConversionRequest,
     ConversionResponse,
     ConversionReview,
+    ConversionReviewRequest,
 )
 
 logger = logging.getLogger("dgd.webhooks")
@@ -58,7 +60,7 @@ ADMISSION_PATHS: Mapping[str, Handler] = {
 CONVERSION_PATH = "/convert"
 
 Converter = Callable[[ConversionRequest], ConversionResponse]
-Review = TypeVar("Review", AdmissionReview, ConversionReview)
+Review = TypeVar("Review", AdmissionReviewRequest, ConversionReviewRequest)
 
 
 class TLS:
@@ -113,10 +115,19 @@ async def _read(request: web.Request, kind: type[Review]) -> Review | web.Respon
     try:
         review = msgspec.json.decode(await request.read(), type=kind)
     except msgspec.DecodeError as error:  # ValidationError included
-        return web.Response(status=400, text=f"the body is not a v1 {kind.__name__}: {error}\n")
+        return _refuse(request, f"the body is not a v1 {_named(kind)}: {error}")
     if review.request is None:
-        return web.Response(status=400, text=f"the body is not a v1 {kind.__name__}: it has no request\n")
+        return _refuse(request, f"the body is not a v1 {_named(kind)}: it has no request")
     return review
+
+
+def _named(kind: type[Review]) -> str:
+    return kind.__name__.removesuffix("Request")
+
+
+def _refuse(request: web.Request, why: str) -> web.Response:
+    logger.warning("refused a request to %s: %s", request.path, why)
+    return web.Response(status=400, text=why + "\n")
 
 
 def _json(review: AdmissionReview | ConversionReview) -> web.Response:
@@ -124,7 +135,7 @@ def _json(review: AdmissionReview | ConversionReview) -> web.Response:
 
 
 async def _admit(handler: Handler, settings: AdmissionSettings, request: web.Request) -> web.Response:
-    review = await _read(request, AdmissionReview)
+    review = await _read(request, AdmissionReviewRequest)
     if isinstance(review, web.Response):
         return review
     assert review.request is not None
@@ -148,7 +159,7 @@ def _answer(handler: Handler, request: AdmissionRequest, settings: AdmissionSett
 
 
 async def _convert(converter: Converter, request: web.Request) -> web.Response:
-    review = await _read(request, ConversionReview)
+    review = await _read(request, ConversionReviewRequest)
     if isinstance(review, web.Response):
         return review
     assert review.request is not None

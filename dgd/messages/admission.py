@@ -125,3 +125,21 @@ class ConversionReview(Model, frozen=True):
     kind: str
     request: ConversionRequest | None = None
     response: ConversionResponse | None = None
+
+
+class AdmissionReviewRequest(Model, frozen=True):
+    """An ``AdmissionReview`` as the API server sends it: only the request is read (whatever it puts
+    in ``response`` — Go encodes an empty one — is ignored)."""
+
+    api_version: str
+    kind: str
+    request: AdmissionRequest | None = None
+
+
+class ConversionReviewRequest(Model, frozen=True):
+    """A ``ConversionReview`` as the API server sends it: only the request is read (it sends an
+    empty ``response`` with ``convertedObjects: null``, which is not ours to check)."""
+
+    api_version: str
+    kind: str
+    request: ConversionRequest | None = None

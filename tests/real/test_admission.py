@@ -24,9 +24,11 @@ from dgd.cluster.errors import NotFound
 from dgd.cluster.resources import CRD, MUTATING_WEBHOOK_CONFIGURATION, VALIDATING_WEBHOOK_CONFIGURATION
 from dgd.daemon import certificates
 from dgd.daemon.registration import CONVERTED_CRDS, WebhookSettings, conversion_patch
+from dgd.domain.quantity import canonical_quantity
 from tests.conftest import kubectl
 from tests.e2e.harness import Operators, eventually
 from tests.real.harness import EXAMPLES, RealCluster, manifest, run_flags, world, written_config
+from tests.upstream import UPSTREAM, dgd_documents, load_documents
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(600)]
 
@@ -182,3 +184,72 @@ async def test_with_the_webhook_down_dgd_writes_are_refused_as_failure_policy_fa
         # then a DGD write is refused, saying the webhook could not be called
         assert code != 0
         assert 'failed calling webhook "mdynamographdeployment.kb.io"' in said
+
+
+#: Upstream's v1alpha1 DGDs, by file. Known to fail: a server-side apply after a client-side one
+#: drops agg_failover's gpuMemoryService and failover (`{enabled: true}`, which v1beta1 holds as an
+#: empty object) — recorded in docs/decisions.md, to be fixed with those features (issue 20).
+V1ALPHA1 = [
+    pytest.param(
+        path, index, marks=pytest.mark.xfail(strict=True, reason="SSA drops an enabled-only GMS/failover")
+    )
+    if "agg_failover" in path
+    else pytest.param(path, index)
+    for path, index, document in dgd_documents()
+    if document.get("apiVersion") == "nvidia.com/v1alpha1"
+]
+
+
+def _read_alpha(real: RealCluster, name: str) -> dict[str, Any]:
+    read = kubectl(real.plane, "get", "dynamographdeployments.v1alpha1.nvidia.com", name,
+                   "-n", real.namespace, "-o", "json")  # fmt: skip
+    assert read.returncode == 0, read.stderr.decode()
+    got: dict[str, Any] = json.loads(read.stdout)
+    assert got["apiVersion"] == "nvidia.com/v1alpha1"
+    return got
+
+
+def _missing(applied: Any, read: Any, path: str = "") -> list[str]:
+    """What of ``applied`` ``read`` does not hold (a quantity may read back canonical: 2048Mi as 2Gi)."""
+    if isinstance(applied, dict) and isinstance(read, dict):
+        return [p for key, value in applied.items() for p in _missing(value, read.get(key), f"{path}.{key}")]
+    if isinstance(applied, list) and isinstance(read, list) and len(applied) == len(read):
+        return [
+            p
+            for index, pair in enumerate(zip(applied, read, strict=True))
+            for p in _missing(*pair, f"{path}[{index}]")
+        ]
+    if applied == read or (
+        isinstance(applied, str) and isinstance(read, str) and _same_quantity(applied, read)
+    ):
+        return []
+    return [f"{path}: applied {applied!r}, read {read!r}"]
+
+
+def _same_quantity(a: str, b: str) -> bool:
+    try:
+        return canonical_quantity(a) == canonical_quantity(b)
+    except ValueError:
+        return False
+
+
+@pytest.mark.parametrize(("path", "index"), V1ALPHA1, ids=lambda value: str(value).rsplit("/", 1)[-1])
+async def test_a_v1alpha1_dgd_applies_through_the_conversion_webhook_and_reads_back_as_applied(
+    real: RealCluster, daemons: Operators, tmp_path: Path, path: str, index: int
+) -> None:
+    document = copy.deepcopy(load_documents(UPSTREAM / path)[index])
+    name = document["metadata"]["name"]
+    async with registered(real, daemons, tmp_path):
+        # when a v1alpha1 DGD is applied with kubectl, client-side and then server-side
+        for how in ((), ("--server-side",)):
+            code, said = _apply(real, document, *how)
+            assert code == 0, f"{how}: {said}"
+            # then it reads back as v1alpha1 with everything that was applied (and the defaults)
+            assert _missing(document["spec"], _read_alpha(real, name)["spec"]) == [], how
+        # and it is stored as v1beta1 with the mutating webhook's defaults
+        stored = await real.dgd(name)
+        assert stored["metadata"]["annotations"]["nvidia.com/workload-provider"] == "grove"
+        # and upstream's own v1alpha1 fixture reaches successful (the others use features that are
+        # still refused by name: issue 20)
+        if "fixtures" in path:
+            await real.settle(name, timeout=120)

@@ -33,11 +33,13 @@ from dgd.domain.admission.json_patch import diff
 from dgd.domain.admission.principals import Requester
 from dgd.domain.admission.update import validate_update
 from dgd.domain.admission.validation import admit
+from dgd.domain.conversion import ConversionError, convert
 from dgd.messages.admission import (
     AdmissionRequest,
     AdmissionResponse,
     ConversionRequest,
     ConversionResponse,
+    ConversionResult,
     Status,
 )
 from dgd.messages.base import JSONObject
@@ -249,6 +251,24 @@ def answer(
     return allowed(request, warnings=[str(w) for w in warnings])
 
 
-#: The conversion webhook's handler, when this build serves conversion (``None``: ``/convert`` is not
-#: served).
-CONVERTER: Callable[[ConversionRequest], ConversionResponse] | None = None
+def convert_review(request: ConversionRequest) -> ConversionResponse:
+    """The conversion webhook (§1, §4.8): every object as ``desired_api_version``, in order; the first
+    that cannot be converted fails the whole review, naming the object and the field."""
+    converted: list[JSONObject] = []
+    for obj in request.objects:
+        try:
+            converted.append(convert(obj, request.desired_api_version))
+        except ConversionError as error:
+            name = _name(obj) or "<no name>"
+            kind = obj.get("kind") or "object"
+            message = f"{kind} {name} cannot be converted to {request.desired_api_version}: {error}"
+            return ConversionResponse(
+                uid=request.uid, result=ConversionResult(status="Failure", message=message)
+            )
+    return ConversionResponse(
+        uid=request.uid, result=ConversionResult(status="Success"), converted_objects=converted
+    )
+
+
+#: The conversion webhook's handler.
+CONVERTER: Callable[[ConversionRequest], ConversionResponse] = convert_review

@@ -22,7 +22,7 @@ from cryptography import x509
 from dgd.daemon import certificates
 from dgd.daemon.servers import Server
 from dgd.daemon.webhooks import ADMISSION_PATHS, MAX_BODY, TLS, webhook_app
-from dgd.domain.admission.webhooks import AdmissionSettings, Handler
+from dgd.domain.admission.webhooks import CONVERTER, AdmissionSettings, Handler
 from dgd.messages.admission import AdmissionRequest, AdmissionResponse
 
 pytestmark = pytest.mark.anyio
@@ -240,3 +240,59 @@ def test_the_operators_certificate_names_the_service_and_the_address() -> None:
     ca = x509.load_pem_x509_certificate(issued.ca_cert)
     cert.verify_directly_issued_by(ca)
     assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+
+
+async def test_conversion_converts_every_object_and_names_the_one_it_cannot(
+    issued: certificates.Certificates,
+) -> None:
+    alpha = yaml.safe_load((EXAMPLE.parent / "disagg-v1alpha1.yaml").read_text())
+
+    def conversion(objects: list[dict[str, Any]], to: str) -> bytes:
+        review = {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "ConversionReview",
+            "request": {"uid": "c-1", "desiredAPIVersion": to, "objects": objects},
+            # as the API server sends it: Go encodes the empty response too
+            "response": {"uid": "", "convertedObjects": None, "result": {"metadata": {}, "status": ""}},
+        }
+        return json.dumps(review).encode()
+
+    tls = TLS()
+    tls.load(issued.cert, issued.key)
+    app = webhook_app(AdmissionSettings(), converter=CONVERTER)
+    server = await Server.start(app, "127.0.0.1", 0, tls=tls.context)
+    try:
+        url = f"https://127.0.0.1:{server.port}/convert"
+        _, up = await post(url, issued.ca_cert, conversion([alpha], "nvidia.com/v1beta1"))
+        (beta,) = up["response"]["convertedObjects"]
+        _, down = await post(url, issued.ca_cert, conversion([beta], "nvidia.com/v1alpha1"))
+        _, failed = await post(
+            url,
+            issued.ca_cert,
+            conversion(
+                [beta, {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "p"}}], "nvidia.com/v1alpha1"
+            ),
+        )
+    finally:
+        await server.stop()
+        tls.close()
+
+    # then a v1alpha1 DGD comes up as v1beta1 components and back as the same services
+    assert (up["kind"], up["response"]["uid"], up["response"]["result"]) == (
+        "ConversionReview",
+        "c-1",
+        {"status": "Success"},
+    )
+    assert beta["apiVersion"] == "nvidia.com/v1beta1"
+    assert sorted(c["name"] for c in beta["spec"]["components"]) == sorted(alpha["spec"]["services"])
+    (back,) = down["response"]["convertedObjects"]
+    assert (
+        back["apiVersion"] == "nvidia.com/v1alpha1"
+        and back["spec"]["services"].keys() == alpha["spec"]["services"].keys()
+    )
+    # and a review with an object that cannot be converted fails whole, naming it
+    assert failed["response"]["result"]["status"] == "Failure"
+    assert failed["response"]["result"]["message"].startswith(
+        "Pod p cannot be converted to nvidia.com/v1alpha1: kind:"
+    )
+    assert "convertedObjects" not in failed["response"]
