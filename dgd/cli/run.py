@@ -151,6 +151,13 @@ def _add_webhook_flags(webhooks: Any) -> None:
         f"(default: the lease's namespace/{WebhookSettings().secret_name})",
     )
     webhooks.add_argument(
+        "--webhook-cert-validity",
+        default="8760h",
+        metavar="DURATION",
+        help="how long the operator's own serving certificates are valid; the leader renews them at two "
+        "thirds of that, under the same CA (default 8760h: a year)",
+    )
+    webhooks.add_argument(
         "--webhook-register",
         choices=REGISTRATIONS,
         help="how the leader registers the webhooks with the API server: service (the chart's Service, "
@@ -361,6 +368,7 @@ def _webhooks(args: argparse.Namespace, namespace: str) -> WebhookSettings | Non
         service_namespace=service_ns,
         service_name=service_name,
         operator_principal=args.operator_principal or None,
+        validity=_duration("--webhook-cert-validity", args.webhook_cert_validity),
     )
 
 

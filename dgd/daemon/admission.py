@@ -113,13 +113,12 @@ class OwnCertificates:
         *,
         addresses: Sequence[str] = (),
         wall: Callable[[], float],
-        validity: datetime.timedelta = certificates.SERVING_VALIDITY,
     ) -> None:
         self._cluster = cluster
         self._settings = settings
         self._addresses = list(addresses)
         self._wall = wall
-        self._validity = validity
+        self._validity = datetime.timedelta(seconds=settings.validity)
 
     def _now(self) -> datetime.datetime:
         return datetime.datetime.fromtimestamp(self._wall(), datetime.UTC)
@@ -173,7 +172,8 @@ class OwnCertificates:
     async def renew_if_due(self, held: Certificates) -> Certificates:
         """A new serving certificate under the same CA once ``RENEW_AFTER`` of its life has passed
         (the leader's duty); the held one otherwise. The CA stays, so nothing else must change."""
-        issued_at = certificates.issued_at(held.cert)
+        # Certificates start BACKDATE before they are made: their life is counted from when they were.
+        issued_at = certificates.issued_at(held.cert) + certificates.BACKDATE.total_seconds()
         if self._wall() < issued_at + RENEW_AFTER * (held.not_after - issued_at):
             return held
         renewed = await anyio.to_thread.run_sync(

@@ -55,6 +55,8 @@ class WebhookSettings(msgspec.Struct, frozen=True, kw_only=True):
     failure_policy: Literal["Fail", "Ignore"] = "Fail"
     #: Who the operator is to admission (§4.6); ``None``: asked of the API server at start.
     operator_principal: str | None = None
+    #: Seconds the operator's own serving certificates are valid (renewed at two thirds).
+    validity: float = 365 * 24 * 3600.0
 
     def service_names(self) -> list[str]:
         """The DNS names the webhook Service answers to."""
@@ -124,11 +126,20 @@ def configurations(
         }
 
     create_update = ["CREATE", "UPDATE"]
-    mutating = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "MutatingWebhookConfiguration",
-        "metadata": {"name": f"{settings.configuration_prefix}-mutating{suffix}", "labels": labels},
-        "webhooks": [
+
+    def configuration(kind: str, role: str, webhooks: list[JSONObject]) -> JSONObject:
+        name = f"{settings.configuration_prefix}-{role}{suffix}"
+        return {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": kind,
+            "metadata": {"name": name, "labels": labels},
+            "webhooks": webhooks,
+        }
+
+    mutating = configuration(
+        "MutatingWebhookConfiguration",
+        "mutating",
+        [
             hook(
                 "mdynamographdeployment.kb.io",
                 f"/mutate/nvidia.com/v1beta1/{dgd}",
@@ -143,12 +154,11 @@ def configurations(
                 "matchPolicy": "Exact",
             },
         ],
-    }
-    validating = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": f"{settings.configuration_prefix}-validating{suffix}", "labels": labels},
-        "webhooks": [
+    )
+    validating = configuration(
+        "ValidatingWebhookConfiguration",
+        "validating",
+        [
             hook(
                 "vdynamographdeployment.kb.io",
                 f"/validate/nvidia.com/v1beta1/{dgd}",
@@ -165,7 +175,7 @@ def configurations(
                 _rule("v1alpha1", "dynamocheckpoints", create_update),
             ),
         ],
-    }
+    )
     return [(MUTATING_WEBHOOK_CONFIGURATION, mutating), (VALIDATING_WEBHOOK_CONFIGURATION, validating)]
 
 

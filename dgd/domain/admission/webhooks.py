@@ -149,13 +149,19 @@ def _requester(request: AdmissionRequest) -> Requester | None:
     return Requester(user.username, tuple(user.groups or ())) if user.username else None
 
 
-def mutate_dgd(request: AdmissionRequest, settings: AdmissionSettings) -> AdmissionResponse:
-    """DGD defaulting (§4.2): a JSON patch of what the defaults change, on CREATE and UPDATE."""
+def _not_ours(request: AdmissionRequest) -> AdmissionResponse | None:
+    """The answer to a request a DGD or DCD handler does not look into: anything but a create or an
+    update of an object is allowed, one not in v1beta1 refused (§4.1); ``None`` for the others."""
     if request.operation not in ("CREATE", "UPDATE") or request.object is None:
         return allowed(request)
-    problem = wrong_version(request)
-    if problem is not None:
-        return problem
+    return wrong_version(request)
+
+
+def mutate_dgd(request: AdmissionRequest, settings: AdmissionSettings) -> AdmissionResponse:
+    """DGD defaulting (§4.2): a JSON patch of what the defaults change, on CREATE and UPDATE."""
+    skipped = _not_ours(request)
+    if skipped is not None:
+        return skipped
     dgd = _decoded(request, DynamoGraphDeployment, request.object)
     if isinstance(dgd, AdmissionResponse):
         return dgd
@@ -171,11 +177,9 @@ def mutate_dgd(request: AdmissionRequest, settings: AdmissionSettings) -> Admiss
 def validate_dgd(request: AdmissionRequest, settings: AdmissionSettings) -> AdmissionResponse:
     """DGD validation: §4.4 on CREATE, §4.5 on UPDATE with the requester's exemptions (§4.6); every
     independent error at once, warnings as warnings."""
-    if request.operation not in ("CREATE", "UPDATE") or request.object is None:
-        return allowed(request)
-    problem = wrong_version(request)
-    if problem is not None:
-        return problem
+    skipped = _not_ours(request)
+    if skipped is not None:
+        return skipped
     if request.operation == "CREATE":
         verdict = admit(
             request.object, grove_enabled=settings.grove_enabled, operator_version=settings.operator_version
@@ -213,11 +217,9 @@ def mutate_dcd(request: AdmissionRequest, settings: AdmissionSettings) -> Admiss
 
 def validate_dcd(request: AdmissionRequest, settings: AdmissionSettings) -> AdmissionResponse:
     """DCD validation (§4.7) on CREATE and UPDATE."""
-    if request.operation not in ("CREATE", "UPDATE") or request.object is None:
-        return allowed(request)
-    problem = wrong_version(request)
-    if problem is not None:
-        return problem
+    skipped = _not_ours(request)
+    if skipped is not None:
+        return skipped
     new = _decoded(request, DynamoComponentDeployment, request.object)
     if isinstance(new, AdmissionResponse):
         return new

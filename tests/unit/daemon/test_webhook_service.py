@@ -48,7 +48,7 @@ class Wall:
 
 @asynccontextmanager
 async def replica(
-    cluster: MemoryCluster, wall: Wall, settings: WebhookSettings, *, validity: float | None = None
+    cluster: MemoryCluster, wall: Wall, settings: WebhookSettings
 ) -> AsyncIterator[WebhookService]:
     service = WebhookService(
         cluster,
@@ -58,8 +58,6 @@ async def replica(
         wall=wall,
         converter=None,
     )
-    if validity is not None and isinstance(service._source, admission.OwnCertificates):
-        service._source._validity = datetime.timedelta(seconds=validity)
     async with AsyncExitStack() as stack, anyio.create_task_group() as tg:
         await service.start(stack)
         tg.start_soon(service.run)
@@ -108,10 +106,10 @@ async def test_replicas_share_the_certificates_one_of_them_made() -> None:
 async def test_the_leader_renews_before_expiry_and_every_replica_serves_the_renewal() -> None:
     cluster, wall = memory(), Wall()
     wall.now = START - 2100  # certificates made 35 minutes ago, valid for 50
-    settings = WebhookSettings(address="127.0.0.1:0", secret_namespace=NS)
+    settings = WebhookSettings(address="127.0.0.1:0", secret_namespace=NS, validity=3000)
     async with (
-        replica(cluster, wall, settings, validity=3000) as leader,
-        replica(cluster, wall, settings, validity=3000) as standby,
+        replica(cluster, wall, settings) as leader,
+        replica(cluster, wall, settings) as standby,
     ):
         before = await held(cluster)
         async with anyio.create_task_group() as tg:
