@@ -312,7 +312,17 @@ class Install:
             "name": "operator",
             "image": self.image,
             "imagePullPolicy": "IfNotPresent",
-            "args": ["run", "--config", CONFIG_PATH, *watching, "--log-format", "json"],
+            # The webhooks' Service and RBAC are not generated yet: they are off.
+            "args": [
+                "run",
+                "--config",
+                CONFIG_PATH,
+                *watching,
+                "--log-format",
+                "json",
+                "--webhook-addr",
+                "0",
+            ],
             "ports": [
                 {"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"},
                 {"name": "probes", "containerPort": PROBE_PORT, "protocol": "TCP"},
