@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ import yaml
 
 from dgd.cli.exits import Invalid, Usage, field_problem
 from dgd.domain.manifests import ManifestError, load_manifests
-from dgd.messages.config import ConfigError, OperatorConfig, load_config
+from dgd.messages.config import ConfigError, OperatorConfig, load_config, parse_duration
 from dgd.sim import WorldSettings
 
 #: The file name that stands for standard input.
@@ -179,3 +180,35 @@ def os_problem(exc: OSError) -> str:
     if exc.errno in (errno.EACCES, errno.EPERM):
         return "permission denied"
     return (exc.strerror or type(exc).__name__).lower()
+
+
+#: What a namespace name is (an RFC 1123 label).
+DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+#: Where a pod finds its own namespace (the default namespace of its lease).
+POD_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+def duration(flag: str, text: str) -> float:
+    """Seconds of a duration flag (``30s``, ``1m30s`` or plain seconds); ``Usage`` when it is not a
+    positive duration."""
+    try:
+        seconds = float(text) if text.replace(".", "", 1).isdigit() else parse_duration(text)
+    except ValueError as exc:
+        raise Usage(f"{flag}: {exc}") from exc
+    if seconds <= 0:
+        raise Usage(f"{flag}: {text!r} must be positive")
+    return seconds
+
+
+def namespace_problem(name: str) -> str:
+    """Why ``name`` cannot be a namespace (an RFC 1123 label), or ``""``."""
+    if not name:
+        return "is empty: a namespace name is required"
+    if len(name) > 63:
+        return f"is {len(name)} characters long: a namespace name has at most 63"
+    if not DNS_LABEL.fullmatch(name):
+        return (
+            "is not a valid namespace name: lower-case letters, digits and '-', "
+            "starting and ending alphanumeric"
+        )
+    return ""

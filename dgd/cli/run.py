@@ -18,9 +18,7 @@ Over 400 lines: every flag of ``run`` with its help, config key and check, as ``
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import os
-import re
 import signal
 import socket
 import sys
@@ -36,23 +34,26 @@ from prometheus_client import disable_created_metrics
 
 from dgd.actors.workers import DEFAULT_WORKERS
 from dgd.cli.exits import EXIT_FAILED, Invalid, Usage, cluster_problem, wire
-from dgd.cli.inputs import check_kubeconfig, parse_config, read_text, writable
+from dgd.cli.inputs import (
+    POD_NAMESPACE_FILE,
+    check_kubeconfig,
+    duration,
+    namespace_problem,
+    parse_config,
+    read_text,
+    writable,
+)
+from dgd.cli.run_webhooks import add_webhook_flags, webhook_settings
 from dgd.cluster.errors import ClusterError
 from dgd.cluster.protocol import Cluster
 from dgd.daemon.lease import LeaseTiming
 from dgd.daemon.logs import FORMATS, LEVELS, Format, configure
 from dgd.daemon.metrics import DaemonMetrics
-from dgd.daemon.registration import REGISTRATIONS, Registration, WebhookSettings
 from dgd.daemon.run import Daemon, DaemonSettings
 from dgd.daemon.servers import AddressError, parse_address
 from dgd.domain.gates import GateError, effective_config, resolve_gates, served_apis
-from dgd.messages.config import RELEASE_NAMESPACE, OperatorConfig, parse_duration
+from dgd.messages.config import RELEASE_NAMESPACE, OperatorConfig
 
-#: What a namespace name is (an RFC 1123 label).
-DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-
-#: Where a pod finds its own namespace (the default namespace of its lease).
-POD_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 DEFAULT_LEASE_NAME = "dgd-operator"
 #: Seconds within which a second stop signal is taken for a copy of the first.
 DUPLICATE_SIGNAL = 1.0
@@ -74,7 +75,7 @@ def add_command(commands: Any) -> None:
     )
     _add_cluster_flags(run.add_argument_group("cluster"))
     _add_serving_flags(run.add_argument_group("metrics and probes"))
-    _add_webhook_flags(run.add_argument_group("admission and conversion webhooks"))
+    add_webhook_flags(run.add_argument_group("admission and conversion webhooks"))
     _add_election_flags(run.add_argument_group("leader election"))
     _add_process_flags(run.add_argument_group("process"))
     wire(
@@ -126,55 +127,6 @@ def _add_serving_flags(serving: Any) -> None:
         metavar="[HOST]:PORT",
         help="where /healthz and /readyz are served, 0 to turn them off "
         "(config: server.healthProbe; default :8081)",
-    )
-
-
-def _add_webhook_flags(webhooks: Any) -> None:
-    webhooks.add_argument(
-        "--webhook-addr",
-        default=":9443",
-        metavar="[HOST]:PORT",
-        help="where the admission and conversion webhooks are served over HTTPS, by every replica; 0 to "
-        "turn them off (default :9443)",
-    )
-    webhooks.add_argument(
-        "--webhook-cert-dir",
-        metavar="DIR",
-        help="serve the certificate in DIR/tls.crt and DIR/tls.key (CA bundle: DIR/ca.crt, optional), "
-        "managed by someone else (cert-manager) and re-read when it changes; default: the operator "
-        "makes its own CA and certificate and keeps them in --webhook-secret",
-    )
-    webhooks.add_argument(
-        "--webhook-secret",
-        metavar="NS/NAME",
-        help="the Secret that keeps the operator's own certificates, shared by the replicas "
-        f"(default: the lease's namespace/{WebhookSettings().secret_name})",
-    )
-    webhooks.add_argument(
-        "--webhook-cert-validity",
-        default="8760h",
-        metavar="DURATION",
-        help="how long the operator's own serving certificates are valid; the leader renews them at two "
-        "thirds of that, under the same CA (default 8760h: a year)",
-    )
-    webhooks.add_argument(
-        "--webhook-register",
-        choices=REGISTRATIONS,
-        help="how the leader registers the webhooks with the API server: service (the chart's Service, "
-        "--webhook-service), url (https://HOST:PORT of --webhook-addr, whose HOST must be an IP address "
-        "the API server can reach), none (someone else does); default service in a pod, none outside",
-    )
-    webhooks.add_argument(
-        "--webhook-service",
-        metavar="NS/NAME",
-        help="the webhook Service for service registration "
-        f"(default: the lease's namespace/{WebhookSettings().service_name})",
-    )
-    webhooks.add_argument(
-        "--operator-principal",
-        metavar="USER",
-        help="the user this operator writes as, exempt from the rules admission waives for it "
-        "(default: who the API server says its credentials are, asked with a SelfSubjectReview)",
     )
 
 
@@ -268,21 +220,21 @@ def options(args: argparse.Namespace) -> Options:
     # switch the operator reads (planner RBAC, validation), so it holds the first of them.
     namespaces = tuple(dict.fromkeys(args.namespace or ()))
     for namespace in namespaces:
-        problem = _namespace_problem(namespace)
+        problem = namespace_problem(namespace)
         if problem:
             raise Usage(f"--namespace: {namespace!r} {problem} (leave the flag out for every namespace)")
     if namespaces:
         restricted = msgspec.structs.replace(config.namespace, restricted=namespaces[0])
         config = msgspec.structs.replace(config, namespace=restricted)
     timing = LeaseTiming(
-        duration=_duration("--lease-duration", args.lease_duration),
-        renew_deadline=_duration("--renew-deadline", args.renew_deadline),
-        retry_period=_duration("--retry-period", args.retry_period),
+        duration=duration("--lease-duration", args.lease_duration),
+        renew_deadline=duration("--renew-deadline", args.renew_deadline),
+        retry_period=duration("--retry-period", args.retry_period),
     )
     problems = timing.problems()
     if problems:
         raise Usage(f"--lease-duration, --renew-deadline, --retry-period: {'; '.join(problems)}")
-    shutdown = _duration("--shutdown-timeout", args.shutdown_timeout)
+    shutdown = duration("--shutdown-timeout", args.shutdown_timeout)
     metrics = args.metrics_addr or f"{config.server.metrics.bind_address}:{config.server.metrics.port}"
     probes = args.probe_addr or f"{config.server.health_probe.bind_address}:{config.server.health_probe.port}"
     for flag, address in (("--metrics-addr", metrics), ("--probe-addr", probes)):
@@ -319,7 +271,7 @@ def options(args: argparse.Namespace) -> Options:
         shutdown_timeout=shutdown,
         namespaces=namespaces,
         max_concurrent_reconciles=args.max_concurrent_reconciles,
-        webhooks=_webhooks(args, lease_namespace),
+        webhooks=webhook_settings(args, lease_namespace),
     )
     return Options(
         config=config,
@@ -333,83 +285,9 @@ def options(args: argparse.Namespace) -> Options:
     )
 
 
-def _webhooks(args: argparse.Namespace, namespace: str) -> WebhookSettings | None:
-    """The webhook flags settled (``None``: ``--webhook-addr 0``)."""
-    try:
-        where = parse_address(args.webhook_addr)
-    except AddressError as exc:
-        raise Usage(f"--webhook-addr: {exc}") from exc
-    if where is None:
-        return None
-    register: Registration = args.webhook_register or ("service" if POD_NAMESPACE_FILE.exists() else "none")
-    if register == "url":
-        try:
-            ipaddress.ip_address(where[0] or "")
-        except ValueError:
-            raise Usage(
-                f"--webhook-register url: --webhook-addr {args.webhook_addr!r} needs an IP address the API "
-                "server can reach as its HOST (for example 127.0.0.1:9443), not a name or every interface"
-            ) from None
-    defaults = WebhookSettings()
-    secret_ns, secret_name = _object_name(
-        "--webhook-secret", args.webhook_secret, namespace, defaults.secret_name
-    )
-    service_ns, service_name = _object_name(
-        "--webhook-service", args.webhook_service, namespace, defaults.service_name
-    )
-    if args.webhook_cert_dir is not None and not Path(args.webhook_cert_dir).is_dir():
-        raise Usage(f"--webhook-cert-dir: {args.webhook_cert_dir!r} is not a directory")
-    return WebhookSettings(
-        address=args.webhook_addr,
-        cert_dir=args.webhook_cert_dir,
-        secret_namespace=secret_ns,
-        secret_name=secret_name,
-        register=register,
-        service_namespace=service_ns,
-        service_name=service_name,
-        operator_principal=args.operator_principal or None,
-        validity=_duration("--webhook-cert-validity", args.webhook_cert_validity),
-    )
-
-
-def _object_name(flag: str, text: str | None, namespace: str, name: str) -> tuple[str, str]:
-    """``NS/NAME`` of a flag, or the defaults."""
-    if text is None:
-        return namespace, name
-    ns, sep, given = text.partition("/")
-    problem = _namespace_problem(ns) if sep else "is not NS/NAME"
-    if problem or not given:
-        raise Usage(f"{flag}: {text!r} must be NAMESPACE/NAME (for example {namespace}/{name})")
-    return ns, given
-
-
 def _raw_config(text: str) -> Any:
     # Only to tell a key set to its default from a key left out (load_config has checked the text).
     return yaml.safe_load(text) if text.strip() else {}
-
-
-def _duration(flag: str, text: str) -> float:
-    try:
-        seconds = float(text) if text.replace(".", "", 1).isdigit() else parse_duration(text)
-    except ValueError as exc:
-        raise Usage(f"{flag}: {exc}") from exc
-    if seconds <= 0:
-        raise Usage(f"{flag}: {text!r} must be positive")
-    return seconds
-
-
-def _namespace_problem(name: str) -> str:
-    """Why ``name`` cannot be a namespace (an RFC 1123 label), or ``""``."""
-    if not name:
-        return "is empty: a namespace name is required"
-    if len(name) > 63:
-        return f"is {len(name)} characters long: a namespace name has at most 63"
-    if not DNS_LABEL.fullmatch(name):
-        return (
-            "is not a valid namespace name: lower-case letters, digits and '-', "
-            "starting and ending alphanumeric"
-        )
-    return ""
 
 
 def _pod_namespace() -> str:

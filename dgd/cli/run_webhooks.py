@@ -1,0 +1,119 @@
+"""The ``run`` command's webhook flags, and the ``WebhookSettings`` they settle to.
+
+Split from ``dgd.cli.run`` (whose flags are many): ``add_webhook_flags`` adds them to ``run``'s parser,
+``webhook_settings`` checks them (``Usage`` names the flag that is wrong) and settles them with their
+defaults: registration ``service`` in a pod and ``none`` outside, the Secret and the Service in the
+lease's namespace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+from pathlib import Path
+from typing import Any
+
+from dgd.cli.exits import Usage
+from dgd.cli.inputs import POD_NAMESPACE_FILE, duration, namespace_problem
+from dgd.daemon.registration import REGISTRATIONS, Registration, WebhookSettings
+from dgd.daemon.servers import AddressError, parse_address
+
+
+def add_webhook_flags(webhooks: Any) -> None:
+    """The webhook flags of ``run``, in their argument group."""
+    webhooks.add_argument(
+        "--webhook-addr",
+        default=":9443",
+        metavar="[HOST]:PORT",
+        help="where the admission and conversion webhooks are served over HTTPS, by every replica; 0 to "
+        "turn them off (default :9443)",
+    )
+    webhooks.add_argument(
+        "--webhook-cert-dir",
+        metavar="DIR",
+        help="serve the certificate in DIR/tls.crt and DIR/tls.key (CA bundle: DIR/ca.crt, optional), "
+        "managed by someone else (cert-manager) and re-read when it changes; default: the operator "
+        "makes its own CA and certificate and keeps them in --webhook-secret",
+    )
+    webhooks.add_argument(
+        "--webhook-secret",
+        metavar="NS/NAME",
+        help="the Secret that keeps the operator's own certificates, shared by the replicas "
+        f"(default: the lease's namespace/{WebhookSettings().secret_name})",
+    )
+    webhooks.add_argument(
+        "--webhook-cert-validity",
+        default="8760h",
+        metavar="DURATION",
+        help="how long the operator's own serving certificates are valid; the leader renews them at two "
+        "thirds of that, under the same CA (default 8760h: a year)",
+    )
+    webhooks.add_argument(
+        "--webhook-register",
+        choices=REGISTRATIONS,
+        help="how the leader registers the webhooks with the API server: service (the chart's Service, "
+        "--webhook-service), url (https://HOST:PORT of --webhook-addr, whose HOST must be an IP address "
+        "the API server can reach), none (someone else does); default service in a pod, none outside",
+    )
+    webhooks.add_argument(
+        "--webhook-service",
+        metavar="NS/NAME",
+        help="the webhook Service for service registration "
+        f"(default: the lease's namespace/{WebhookSettings().service_name})",
+    )
+    webhooks.add_argument(
+        "--operator-principal",
+        metavar="USER",
+        help="the user this operator writes as, exempt from the rules admission waives for it "
+        "(default: who the API server says its credentials are, asked with a SelfSubjectReview)",
+    )
+
+
+def webhook_settings(args: argparse.Namespace, namespace: str) -> WebhookSettings | None:
+    """The webhook flags settled (``None``: ``--webhook-addr 0``)."""
+    try:
+        where = parse_address(args.webhook_addr)
+    except AddressError as exc:
+        raise Usage(f"--webhook-addr: {exc}") from exc
+    if where is None:
+        return None
+    register: Registration = args.webhook_register or ("service" if POD_NAMESPACE_FILE.exists() else "none")
+    if register == "url":
+        try:
+            ipaddress.ip_address(where[0] or "")
+        except ValueError:
+            raise Usage(
+                f"--webhook-register url: --webhook-addr {args.webhook_addr!r} needs an IP address the API "
+                "server can reach as its HOST (for example 127.0.0.1:9443), not a name or every interface"
+            ) from None
+    defaults = WebhookSettings()
+    secret_ns, secret_name = _object_name(
+        "--webhook-secret", args.webhook_secret, namespace, defaults.secret_name
+    )
+    service_ns, service_name = _object_name(
+        "--webhook-service", args.webhook_service, namespace, defaults.service_name
+    )
+    if args.webhook_cert_dir is not None and not Path(args.webhook_cert_dir).is_dir():
+        raise Usage(f"--webhook-cert-dir: {args.webhook_cert_dir!r} is not a directory")
+    return WebhookSettings(
+        address=args.webhook_addr,
+        cert_dir=args.webhook_cert_dir,
+        secret_namespace=secret_ns,
+        secret_name=secret_name,
+        register=register,
+        service_namespace=service_ns,
+        service_name=service_name,
+        operator_principal=args.operator_principal or None,
+        validity=duration("--webhook-cert-validity", args.webhook_cert_validity),
+    )
+
+
+def _object_name(flag: str, text: str | None, namespace: str, name: str) -> tuple[str, str]:
+    """``NS/NAME`` of a flag, or the defaults."""
+    if text is None:
+        return namespace, name
+    ns, sep, given = text.partition("/")
+    problem = namespace_problem(ns) if sep else "is not NS/NAME"
+    if problem or not given:
+        raise Usage(f"{flag}: {text!r} must be NAMESPACE/NAME (for example {namespace}/{name})")
+    return ns, given
