@@ -273,13 +273,13 @@ async def test_a_certificate_renewal_loses_no_request(
     body["metadata"]["namespace"] = real.namespace
     text = yaml.safe_dump(body).encode()
     secret = SECRET.key(real.namespace, "webhook-certs")
-    # given serving certificates valid for 45 s, which the leader renews at two thirds of that
-    async with registered(real, daemons, tmp_path, "--webhook-cert-validity", "45s"):
+    # given serving certificates valid for 30 s, which the leader renews at two thirds of that
+    async with registered(real, daemons, tmp_path, "--webhook-cert-validity", "30s"):
         first = (await real.kube.get(secret))["data"]["tls.crt"]
         served: set[str] = {first}
         failures: list[str] = []
-        # when DGD writes go through the webhooks (server-side dry runs) for 80 s
-        deadline = anyio.current_time() + 80
+        # when DGD writes go through the webhooks (server-side dry runs) for 50 s
+        deadline = anyio.current_time() + 50
         while anyio.current_time() < deadline:
             tried = kubectl(real.plane, "create", "--dry-run=server", "-f", "-", input=text)
             if tried.returncode != 0:
