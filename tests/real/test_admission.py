@@ -201,9 +201,10 @@ V1ALPHA1 = [
     for path, index, document in dgd_documents()
     if document.get("apiVersion") == "nvidia.com/v1alpha1"
 ]
-#: Not applied server-side: a server-side apply after a client-side one has been seen (not always) to
-#: drop agg_failover's `gpuMemoryService: {enabled: true}` and `failover` (v1beta1 holds each as an
-#: empty object). Recorded in docs/decisions.md; to be fixed with those features (issue 20).
+#: Not applied server-side: a server-side apply of an existing object drops agg_failover's
+#: `gpuMemoryService: {enabled: true}` and `failover` (converted, the apply configuration holds each as
+#: an empty object, which the merge turns to null). Traced in docs/decisions.md ("Admission webhooks");
+#: to be fixed with those features (issue 20).
 CLIENT_SIDE_ONLY = ("agg_failover",)
 
 
