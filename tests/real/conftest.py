@@ -8,9 +8,12 @@ from pathlib import Path
 import pytest
 
 from dgd.cluster.kube.adapter import KubeCluster
+from tests.conftest import kubectl
 from tests.e2e.harness import Operators
 from tests.real.controlplane import ControlPlane
 from tests.real.harness import LEASE_NS, RealCluster, ensure_namespace, new_namespace
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -36,3 +39,13 @@ async def daemons(real: RealCluster, tmp_path: Path) -> AsyncIterator[Operators]
         started.stop_all()
         for operator in started.started:  # shown by pytest only when the test fails
             print(f"--- the last lines of {operator.instance}'s log:\n{operator.tail(80)}")
+
+
+@pytest.fixture
+def cluster_rbac(real: RealCluster) -> None:
+    """The chart's cluster-wide RBAC (the planner ClusterRole the operator binds among it), applied
+    server-side as users apply it; a module that runs daemons asks for it with ``usefixtures``."""
+    applied = kubectl(
+        real.plane, "apply", "--server-side", "-f", str(ROOT / "deploy" / "rbac" / "cluster-wide.yaml")
+    )
+    assert applied.returncode == 0, applied.stderr.decode()

@@ -35,22 +35,13 @@ from tests.e2e.harness import Operators, eventually
 from tests.real.harness import EXAMPLES, RealCluster, manifest, run_flags, world, written_config
 from tests.upstream import UPSTREAM, dgd_documents, load_documents
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(600), pytest.mark.usefixtures("cluster_rbac")]
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGURATIONS = (
     (MUTATING_WEBHOOK_CONFIGURATION, "dynamo-operator-mutating"),
     (VALIDATING_WEBHOOK_CONFIGURATION, "dynamo-operator-validating"),
 )
-
-
-@pytest.fixture(autouse=True)
-def cluster_rbac(real: RealCluster) -> None:
-    """The chart's cluster-wide RBAC (the planner ClusterRole among it), as test_daemon.py applies it."""
-    applied = kubectl(
-        real.plane, "apply", "--server-side", "-f", str(ROOT / "deploy" / "rbac" / "cluster-wide.yaml")
-    )
-    assert applied.returncode == 0, applied.stderr.decode()
 
 
 async def _unregister(real: RealCluster) -> None:

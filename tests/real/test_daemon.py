@@ -15,7 +15,6 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.conftest import kubectl
 from tests.e2e.harness import Operators, eventually
 from tests.real.harness import (
     UPSTREAM_EXAMPLES,
@@ -27,18 +26,7 @@ from tests.real.harness import (
     written_config,
 )
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(600)]
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(autouse=True)
-def cluster_rbac(real: RealCluster) -> None:
-    """The chart's cluster-wide RBAC (the planner ClusterRole among it), applied once per run."""
-    applied = kubectl(
-        real.plane, "apply", "--server-side", "-f", str(ROOT / "deploy" / "rbac" / "cluster-wide.yaml")
-    )
-    assert applied.returncode == 0, applied.stderr.decode()
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(600), pytest.mark.usefixtures("cluster_rbac")]
 
 
 def _names(component: bool) -> list[tuple[str, dict[str, object]]]:
