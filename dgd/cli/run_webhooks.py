@@ -49,6 +49,14 @@ def add_webhook_flags(webhooks: Any) -> None:
         "thirds of that, under the same CA (default 8760h: a year)",
     )
     webhooks.add_argument(
+        "--webhook-ca-validity",
+        default="87600h",
+        metavar="DURATION",
+        help="how long the operator's own CA is valid; at two thirds of that the leader rotates it, "
+        "registering the old and the new CA together until every replica serves a certificate of the "
+        "new one (default 87600h: ten years)",
+    )
+    webhooks.add_argument(
         "--webhook-register",
         choices=REGISTRATIONS,
         help="how the leader registers the webhooks with the API server: service (the chart's Service, "
@@ -105,6 +113,7 @@ def webhook_settings(args: argparse.Namespace, namespace: str) -> WebhookSetting
         service_name=service_name,
         operator_principal=args.operator_principal or None,
         validity=duration("--webhook-cert-validity", args.webhook_cert_validity),
+        ca_validity=duration("--webhook-ca-validity", args.webhook_ca_validity),
     )
 
 

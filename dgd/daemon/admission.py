@@ -6,9 +6,19 @@ certificates someone else manages (cert-manager), re-read every ``RELOAD`` secon
 they change. Without it the operator manages its own (``OwnCertificates``): a CA and a serving
 certificate for the webhook Service's DNS names (and, in ``url`` registration, the address served),
 kept in a Secret so replicas share them. Any replica creates the Secret when it is absent (on
-AlreadyExists it reads the winner's); every replica re-reads it every ``RELOAD`` seconds and serves
-what it holds; the leader renews the serving certificate once two thirds of its life has passed,
-under the same CA, so nothing registered has to change.
+AlreadyExists it reads the winner's); every replica re-reads it every ``reload_every`` seconds and
+serves what it holds; the leader renews the serving certificate once two thirds of its life has
+passed, under the same CA, so nothing registered has to change.
+
+**A CA rotation** (two thirds of the CA's life) never leaves a replica serving a certificate the API
+server does not trust. The leader takes it in three steps, each once the one before has settled
+(``settle``: three reload periods, so every replica has re-read the Secret):
+
+1. a new CA is made and published beside the current one (``ca-next.crt``); the leader registers the
+   bundle of both;
+2. once that bundle is registered, the serving certificate is re-issued under the new CA, which
+   becomes the current one; the old one stays trusted (``ca-previous.crt``) — the bundle is the same;
+3. once every replica serves the new certificate, the old CA leaves the bundle.
 
 **The service** (``WebhookService``): every replica serves, leading or not; the leader registers.
 """
@@ -41,10 +51,20 @@ from dgd.messages.base import JSONObject
 
 logger = logging.getLogger("dgd.webhooks")
 
-#: Seconds between two reads of the certificate files or Secret.
+#: Seconds between two reads of the certificate files or Secret (at most; see ``reload_every``).
 RELOAD = 10.0
-#: The fraction of a serving certificate's life after which the leader renews it.
+#: The fraction of a certificate's life after which the leader renews it (a CA: rotates it).
 RENEW_AFTER = 2 / 3
+#: Reload periods a step of a CA rotation waits for every replica to have re-read the Secret.
+SETTLE_RELOADS = 3
+#: Extra Secret keys of a CA rotation.
+NEXT_CA, NEXT_CA_KEY, PREVIOUS_CA = "ca-next.crt", "ca-next.key", "ca-previous.crt"
+
+
+def reload_every(settings: WebhookSettings) -> float:
+    """How often the certificates are re-read: every ``RELOAD`` seconds, more often for certificates
+    so short-lived (a test's) that a rotation's steps would not fit in their life otherwise."""
+    return min(RELOAD, settings.validity / 30, settings.ca_validity / 30)
 
 
 def _pem(secret: JSONObject, key: str) -> bytes:
@@ -62,6 +82,9 @@ def from_secret(secret: JSONObject) -> Certificates | None:
         cert=parts["tls.crt"],
         key=parts["tls.key"],
         not_after=certificates.expiry(parts["tls.crt"]),
+        next_ca_cert=_pem(secret, NEXT_CA),
+        next_ca_key=_pem(secret, NEXT_CA_KEY),
+        previous_ca_cert=_pem(secret, PREVIOUS_CA),
     )
 
 
@@ -81,6 +104,15 @@ def as_secret(namespace: str, name: str, issued: Certificates) -> JSONObject:
             "ca.key": base64.b64encode(issued.ca_key).decode(),
             "tls.crt": base64.b64encode(issued.cert).decode(),
             "tls.key": base64.b64encode(issued.key).decode(),
+            **{
+                key: base64.b64encode(value).decode()
+                for key, value in (
+                    (NEXT_CA, issued.next_ca_cert),
+                    (NEXT_CA_KEY, issued.next_ca_key),
+                    (PREVIOUS_CA, issued.previous_ca_cert),
+                )
+                if value
+            },
         },
     }
 
@@ -126,7 +158,11 @@ class OwnCertificates:
     async def _issue(self) -> Certificates:
         return await anyio.to_thread.run_sync(
             lambda: certificates.issue(
-                self._settings.service_names(), self._addresses, now=self._now(), validity=self._validity
+                self._settings.service_names(),
+                self._addresses,
+                now=self._now(),
+                ca_validity=datetime.timedelta(seconds=self._settings.ca_validity),
+                validity=self._validity,
             )
         )
 
@@ -164,37 +200,84 @@ class OwnCertificates:
         return self._settings.secret_namespace, self._settings.secret_name
 
     def _covers(self, held: Certificates) -> bool:
-        """Whether the held serving certificate names this replica's addresses (``url`` mode)."""
+        """Whether the held certificates can still serve: the CA has not expired (an operator off for
+        longer than a rotation's notice starts over) and the serving certificate names this replica's
+        addresses (``url`` mode)."""
+        if self._wall() >= certificates.expiry(held.ca_cert):
+            return False
         if not self._addresses:
             return True
         return certificates.names_addresses(held.cert, self._addresses)
 
-    async def renew_if_due(self, held: Certificates) -> Certificates:
-        """A new serving certificate under the same CA once ``RENEW_AFTER`` of its life has passed
-        (the leader's duty); the held one otherwise. The CA stays, so nothing else must change."""
-        # Certificates start BACKDATE before they are made: their life is counted from when they were.
-        issued_at = certificates.issued_at(held.cert) + certificates.BACKDATE.total_seconds()
-        if self._wall() < issued_at + RENEW_AFTER * (held.not_after - issued_at):
+    def _due(self, cert: bytes) -> bool:
+        """Whether ``RENEW_AFTER`` of the certificate's life has passed (counted from when it was made:
+        certificates start ``BACKDATE`` before)."""
+        made = _made(cert)
+        return self._wall() >= made + RENEW_AFTER * (certificates.expiry(cert) - made)
+
+    async def advance(self, held: Certificates, *, published: bool) -> Certificates:
+        """The leader's duty, one step per call: a step of a CA rotation when one is due or under way
+        (see the module; ``published``: the bundle of ``held`` is registered), else a new serving
+        certificate under the same CA once ``RENEW_AFTER`` of its life has passed; ``held`` when
+        nothing is due."""
+        settle = SETTLE_RELOADS * reload_every(self._settings)
+        now = self._wall()
+        if held.previous_ca_cert:
+            if now < _made(held.cert) + settle:
+                return held
+            return await self._keep(
+                msgspec.structs.replace(held, previous_ca_cert=b""),
+                "the previous webhook CA is no longer trusted",
+            )
+        if held.next_ca_cert and published and now >= _made(held.next_ca_cert) + settle:
+            signed = await self._serving(held.next_ca_cert, held.next_ca_key)
+            return await self._keep(
+                msgspec.structs.replace(signed, previous_ca_cert=held.ca_cert),
+                "the webhook serving certificate is signed by the new CA; the old one is trusted a while",
+            )
+        if not held.next_ca_cert and self._due(held.ca_cert):
+            validity = datetime.timedelta(seconds=self._settings.ca_validity)
+            cert, key = await anyio.to_thread.run_sync(lambda: certificates.authority(self._now(), validity))
+            return await self._keep(
+                msgspec.structs.replace(held, next_ca_cert=cert, next_ca_key=key),
+                "a new webhook CA is published beside the current one",
+            )
+        if not self._due(held.cert):
             return held
-        renewed = await anyio.to_thread.run_sync(
+        renewed = await self._serving(held.ca_cert, held.ca_key)
+        return await self._keep(
+            msgspec.structs.replace(renewed, next_ca_cert=held.next_ca_cert, next_ca_key=held.next_ca_key),
+            "renewed the webhook serving certificate",
+        )
+
+    async def _serving(self, ca_cert: bytes, ca_key: bytes) -> Certificates:
+        return await anyio.to_thread.run_sync(
             lambda: certificates.serving(
-                held.ca_cert,
-                held.ca_key,
+                ca_cert,
+                ca_key,
                 self._settings.service_names(),
                 self._addresses,
                 now=self._now(),
                 validity=self._validity,
             )
         )
+
+    async def _keep(self, wanted: Certificates, what: str) -> Certificates:
+        """Write ``wanted`` into the Secret (a conflict: another leader wrote first, tried again later)."""
         found = await self._read()
-        secret = as_secret(self._settings.secret_namespace, self._settings.secret_name, renewed)
+        secret = as_secret(self._settings.secret_namespace, self._settings.secret_name, wanted)
         if found is not None:
             secret["metadata"]["resourceVersion"] = found["metadata"]["resourceVersion"]
             await self._cluster.replace(SECRET, secret)
         else:
             await self._cluster.create(SECRET, secret)
-        logger.info("renewed the webhook serving certificate (Secret %s/%s)", *self._where())
-        return renewed
+        logger.info("%s (Secret %s/%s)", what, *self._where())
+        return wanted
+
+
+def _made(cert: bytes) -> float:
+    """When a certificate the operator made was made (it starts ``BACKDATE`` before)."""
+    return certificates.issued_at(cert) + certificates.BACKDATE.total_seconds()
 
 
 def _when(seconds: float) -> str:
@@ -239,6 +322,7 @@ class WebhookService:
             )
         )
         self.port: int | None = None
+        self._reload = reload_every(settings)
 
     @property
     def url(self) -> str:
@@ -268,16 +352,18 @@ class WebhookService:
                 self._held = await self._source.current()
             except (OSError, ValueError, ClusterError) as error:
                 logger.error(
-                    "the webhook certificates cannot be had yet (%s); trying again in %gs", error, RELOAD
+                    "the webhook certificates cannot be had yet (%s); trying again in %gs",
+                    error,
+                    self._reload,
                 )
-                await anyio.sleep(RELOAD)
+                await anyio.sleep(self._reload)
         self._tls.load(self._held.cert, self._held.key)
         self._certified.set()
         logger.info(
             "serving the webhooks on port %s (certificate expires %s)", self.port, _when(self._held.not_after)
         )
-        while True:  # what the files or the Secret hold, every RELOAD seconds
-            await anyio.sleep(RELOAD)
+        while True:  # what the files or the Secret hold, every reload period
+            await anyio.sleep(self._reload)
             try:
                 held = await self._source.current()
             except (OSError, ValueError, ClusterError) as error:
@@ -295,16 +381,19 @@ class WebhookService:
                 held = self._held
                 assert held is not None
                 if isinstance(self._source, OwnCertificates):
-                    held = self._held = await self._source.renew_if_due(held)
+                    published = self.settings.register == "none" or registered == held.bundle
+                    held = self._held = await self._source.advance(held, published=published)
                     self._tls.load(held.cert, held.key)
-                if self.settings.register != "none" and held.ca_cert != registered:
+                if self.settings.register != "none" and held.bundle != registered:
                     url = self.url if self.settings.register == "url" else None
                     await register(
-                        self._cluster, self.settings, held.ca_cert, url=url, namespace=self._restricted
+                        self._cluster, self.settings, held.bundle, url=url, namespace=self._restricted
                     )
-                    registered = held.ca_cert
+                    registered = held.bundle
             except (OSError, ValueError, ClusterError) as error:
                 logger.error(
-                    "the webhooks could not be registered or renewed (%s); trying again in %gs", error, RELOAD
+                    "the webhooks could not be registered or renewed (%s); trying again in %gs",
+                    error,
+                    self._reload,
                 )
-            await anyio.sleep(RELOAD)
+            await anyio.sleep(self._reload)

@@ -7,7 +7,8 @@ certificate under an existing CA (a renewal that keeps the CA the API server alr
 generation takes CPU: the daemon calls these in a worker thread.
 
 ``Certificates`` is what the server and the registration need: PEM bytes of the CA, the serving
-certificate and its key, and when the serving certificate expires.
+certificate and its key, when the serving certificate expires, and (during a CA rotation) the CA that
+will sign next or the one that signed before, which the registered bundle trusts beside the current.
 """
 
 from __future__ import annotations
@@ -32,13 +33,28 @@ BACKDATE = datetime.timedelta(minutes=5)
 
 class Certificates(msgspec.Struct, frozen=True):
     """PEM bytes of the CA (``ca_key`` empty when someone else holds it), the serving certificate
-    and its key; ``not_after``: the serving certificate's expiry (seconds since the epoch)."""
+    and its key; ``not_after``: the serving certificate's expiry (seconds since the epoch).
+
+    During a CA rotation: ``next_ca_cert``/``next_ca_key``, a CA published but not signing yet, and
+    ``previous_ca_cert``, the CA that signed before, still trusted while replicas move off it."""
 
     ca_cert: bytes
     ca_key: bytes
     cert: bytes
     key: bytes
     not_after: float
+    next_ca_cert: bytes = b""
+    next_ca_key: bytes = b""
+    previous_ca_cert: bytes = b""
+
+    @property
+    def bundle(self) -> bytes:
+        """The CAs a client must trust: the previous, the current and the next, those there are."""
+        return b"".join(_ended(ca) for ca in (self.previous_ca_cert, self.ca_cert, self.next_ca_cert) if ca)
+
+
+def _ended(pem: bytes) -> bytes:
+    return pem if pem.endswith(b"\n") else pem + b"\n"
 
 
 def _key() -> ec.EllipticCurvePrivateKey:
@@ -53,6 +69,12 @@ def _pem(key: ec.EllipticCurvePrivateKey) -> bytes:
 
 def _name(common_name: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+
+
+def authority(now: datetime.datetime, validity: datetime.timedelta = CA_VALIDITY) -> tuple[bytes, bytes]:
+    """A new CA: PEM bytes of its certificate and its key."""
+    certificate, key = _ca(now, validity)
+    return certificate.public_bytes(serialization.Encoding.PEM), _pem(key)
 
 
 def _ca(
@@ -136,10 +158,10 @@ def issue(
     """A new CA and a serving certificate it signs (see ``serving``)."""
     if not names and not addresses:
         raise ValueError("a serving certificate needs at least one DNS name or IP address")
-    ca, ca_key = _ca(now, ca_validity)
+    ca, ca_key = authority(now, ca_validity)
     return serving(
-        ca.public_bytes(serialization.Encoding.PEM),
-        _pem(ca_key),
+        ca,
+        ca_key,
         names,
         addresses,
         now=now,

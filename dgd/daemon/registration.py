@@ -57,6 +57,8 @@ class WebhookSettings(msgspec.Struct, frozen=True, kw_only=True):
     operator_principal: str | None = None
     #: Seconds the operator's own serving certificates are valid (renewed at two thirds).
     validity: float = 365 * 24 * 3600.0
+    #: Seconds the operator's own CA is valid (rotated at two thirds).
+    ca_validity: float = 10 * 365 * 24 * 3600.0
 
     def service_names(self) -> list[str]:
         """The DNS names the webhook Service answers to."""

@@ -257,7 +257,7 @@ async def test_a_v1alpha1_dgd_applies_through_the_conversion_webhook_and_reads_b
             await real.settle(name, timeout=120)
 
 
-async def test_a_certificate_renewal_loses_no_request(
+async def test_a_certificate_renewal_and_a_ca_rotation_lose_no_request(
     real: RealCluster, daemons: Operators, tmp_path: Path
 ) -> None:
     agg = manifest(EXAMPLES / "vllm" / "deploy" / "agg.yaml", name="renewed")
@@ -265,19 +265,35 @@ async def test_a_certificate_renewal_loses_no_request(
     body["metadata"]["namespace"] = real.namespace
     text = yaml.safe_dump(body).encode()
     secret = SECRET.key(real.namespace, "webhook-certs")
-    # given serving certificates valid for 30 s, which the leader renews at two thirds of that
-    async with registered(real, daemons, tmp_path, "--webhook-cert-validity", "30s"):
-        first = (await real.kube.get(secret))["data"]["tls.crt"]
-        served: set[str] = {first}
+    # given serving certificates valid for 30 s and a CA valid for 60 s, which the leader renews and
+    # rotates at two thirds of that
+    flags = ("--webhook-cert-validity", "30s", "--webhook-ca-validity", "60s")
+    async with registered(real, daemons, tmp_path, *flags):
+        first = (await real.kube.get(secret))["data"]
+        served: set[str] = {first["tls.crt"]}
+        authorities: set[str] = {first["ca.crt"]}
         failures: list[str] = []
-        # when DGD writes go through the webhooks (server-side dry runs) for 50 s
-        deadline = anyio.current_time() + 50
+        # when DGD writes go through the webhooks (server-side dry runs) for 55 s
+        deadline = anyio.current_time() + 55
         while anyio.current_time() < deadline:
             tried = kubectl(real.plane, "create", "--dry-run=server", "-f", "-", input=text)
             if tried.returncode != 0:
                 failures.append(tried.stderr.decode())
-            served.add((await real.kube.get(secret))["data"]["tls.crt"])
+            data = (await real.kube.get(secret))["data"]
+            served.add(data["tls.crt"])
+            authorities.add(data["ca.crt"])
             await anyio.sleep(1)
-    # then the certificate was renewed and no request failed meanwhile
+
+        # and once the rotation is over, the webhooks trust the new CA alone
+        async def settled() -> bool:
+            data = (await real.kube.get(secret))["data"]
+            if data["ca.crt"] == first["ca.crt"] or "ca-previous.crt" in data:
+                return False
+            hooks = await real.kube.get(VALIDATING_WEBHOOK_CONFIGURATION.key(None, CONFIGURATIONS[1][1]))
+            return all(h["clientConfig"]["caBundle"] == data["ca.crt"] for h in hooks["webhooks"])
+
+        await eventually(settled, timeout=30, what="the CA rotation over and registered")
+    # then the certificate was renewed, the CA rotated, and no request failed meanwhile
     assert len(served) >= 2
+    assert len(authorities) >= 2
     assert failures == []

@@ -18,6 +18,7 @@ import anyio
 import anyio.streams.tls
 import pytest
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature
 
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.resources import SECRET
@@ -129,6 +130,91 @@ async def test_the_leader_renews_before_expiry_and_every_replica_serves_the_rene
     # then the CA stayed (nothing registered must change) and the new certificate lives on
     assert renewed.ca_cert == before.ca_cert
     assert renewed.not_after > before.not_after
+
+
+async def peer(service: WebhookService) -> x509.Certificate:
+    """The certificate a replica serves, unverified (the caller checks who signed it)."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    async with await anyio.connect_tcp("127.0.0.1", service.port or 0, ssl_context=context) as stream:
+        der = stream.extra(anyio.streams.tls.TLSAttribute.peer_certificate_binary)
+    assert der is not None
+    return x509.load_der_x509_certificate(der)
+
+
+def signed_by_one_of(cert: x509.Certificate, bundle: bytes) -> bool:
+    for ca in x509.load_pem_x509_certificates(bundle):
+        try:
+            cert.verify_directly_issued_by(ca)
+        except (ValueError, TypeError, InvalidSignature):
+            continue
+        return True
+    return False
+
+
+async def test_a_ca_rotation_registers_old_and_new_together_so_every_served_certificate_stays_trusted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    registered: list[bytes] = []
+
+    async def register(
+        cluster: object, settings: WebhookSettings, bundle: bytes, *, url: object, namespace: object
+    ) -> None:
+        registered.append(bundle)
+
+    monkeypatch.setattr(admission, "register", register)
+    # reloads slow enough that a replica still serving the old certificate would be seen
+    monkeypatch.setattr(admission, "RELOAD", 0.2)
+    cluster, wall = memory(), Wall()
+    # given a CA and a serving certificate made 35 minutes ago, both valid for 50: the CA is due
+    wall.now = START - 2100
+    settings = WebhookSettings(
+        address="127.0.0.1:0", secret_namespace=NS, register="service", validity=3000, ca_validity=3000
+    )
+    async with (
+        replica(cluster, wall, settings) as leader,
+        replica(cluster, wall, settings) as standby,
+    ):
+        before = await held(cluster)
+        # the wall from now on goes as fast as the replicas' reloads
+        started = time.monotonic()
+        monkeypatch.setattr(wall, "now", START)
+
+        async def lead_half_a_period_after_the_reloads() -> None:
+            # Two processes' timers fall apart; in one loop they would run in step, and a replica
+            # left serving the old certificate could hide between them.
+            await anyio.sleep(admission.RELOAD / 2)
+            await leader.lead()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lead_half_a_period_after_the_reloads)
+            distrusted: list[str] = []
+            with anyio.fail_after(20):  # a guard against a hang, not a timing claim
+                while True:
+                    wall.now = START + time.monotonic() - started
+                    kept = await held(cluster)
+                    new_ca_only = []
+                    for name, service in (("leader", leader), ("standby", standby)):
+                        then = registered[-1] if registered else before.ca_cert
+                        cert = await peer(service)
+                        now = registered[-1] if registered else before.ca_cert
+                        # when a replica is asked, what it serves is signed by a CA registered then
+                        if not signed_by_one_of(cert, then + now):
+                            distrusted.append(f"{name}: {cert.serial_number}")
+                        new_ca_only.append(signed_by_one_of(cert, kept.ca_cert) and now == kept.ca_cert)
+                    # until the rotation is over and both replicas serve a certificate of the new CA
+                    if kept.ca_cert != before.ca_cert and not kept.previous_ca_cert and all(new_ca_only):
+                        break
+                    await anyio.sleep(0.005)
+            tg.cancel_scope.cancel()
+
+    # then no replica served a certificate the bundle registered at the time did not trust
+    assert distrusted == []
+    # and the old and new CA were registered together before the old one left
+    assert before.ca_cert + kept.ca_cert in registered
+    assert registered[-1] == kept.ca_cert
+    assert registered[0] != kept.ca_cert
 
 
 async def test_certificates_someone_else_manages_are_read_again_when_they_change(tmp_path: Path) -> None:
