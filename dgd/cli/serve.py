@@ -45,6 +45,7 @@ from dgd.sim import run as run_loop
 from dgd.sim.admission import SIMULATED_OPERATOR, simulated_admission, webhook_chain
 from dgd.sim.apiserver.catalog import CUSTOM_RESOURCE_DEFINITION
 from dgd.sim.apiserver.server import Facade, serve, write_kubeconfig
+from dgd.sim.conversion import webhook_conversion
 from dgd.sim.key_pool import KeyPool
 from dgd.sim.world.bootstrap import Discovery, bootstrap
 from dgd.sim.world.checkpoint import CheckpointController
@@ -165,7 +166,10 @@ class _Server:
         if self._args.operator:
             children += self._operator(cluster.client(), discovery)
         system = ActorSystem(children, clock=LoopClock(), random=random.Random(self._seeds.getrandbits(64)))
-        facade = Facade(cluster, resources=SERVED_RESOURCES, token=self._args.token)
+        # The operator's conversion webhook, in process: kubectl may read and write v1alpha1 too.
+        facade = Facade(
+            cluster, resources=SERVED_RESOURCES, token=self._args.token, conversion=webhook_conversion
+        )
         async with system, serve(facade, self._args.host, self._args.port) as url:
             # The handlers first: whoever reads the announcement may signal at once.
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:

@@ -85,7 +85,9 @@ AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryLi
 
 
 class Served(msgspec.Struct, frozen=True):
-    """One kind as the facade serves it (``schema``: the CRD's ``openAPIV3Schema``, if any)."""
+    """One kind at one version as the facade serves it (``schema``: that version's
+    ``openAPIV3Schema`` in the CRD, if any). ``stored``: the memory server's kind, when this version
+    is not the one stored and objects are converted (by ``strategy``: ``None`` or ``Webhook``)."""
 
     resource: Resource[Any]
     singular: str
@@ -93,6 +95,8 @@ class Served(msgspec.Struct, frozen=True):
     categories: tuple[str, ...] = ()
     columns: tuple[JSONObject, ...] = ()
     schema: JSONObject | None = None
+    stored: Resource[Any] | None = None
+    strategy: str = "None"
 
     @property
     def group_version(self) -> str:
@@ -100,11 +104,23 @@ class Served(msgspec.Struct, frozen=True):
 
 
 class Catalog:
-    """The served kinds, found by group/version/plural; built fresh from the stored CRDs per request."""
+    """The served kinds, found by group/version/plural; built fresh from the stored CRDs per request.
 
-    def __init__(self, resources: Iterable[Resource[Any]], crds: Iterable[JSONObject] = ()) -> None:
+    Every version a CRD serves is listed, as a real API server lists them: the stored one, and the
+    others (converted on each request, ``facade_conversion``) — those a conversion webhook converts
+    only if ``webhook`` (the facade has one).
+    """
+
+    def __init__(
+        self, resources: Iterable[Resource[Any]], crds: Iterable[JSONObject] = (), *, webhook: bool = False
+    ) -> None:
         definitions = {_crd_key(crd): crd for crd in crds}
-        self.kinds = [_served(resource, definitions) for resource in resources]
+        self.kinds: list[Served] = []
+        for resource in resources:
+            self.kinds.append(_served(resource, definitions))
+            self.kinds += _other_versions(
+                resource, definitions.get((resource.group, resource.plural)), webhook
+            )
         self._by_path = {(s.resource.group, s.resource.version, s.resource.plural): s for s in self.kinds}
 
     def find(self, group: str, version: str, plural: str) -> Served | None:
@@ -248,6 +264,32 @@ def _served(resource: Resource[Any], definitions: dict[tuple[str, str], JSONObje
         tuple(version.get("additionalPrinterColumns") or ()),
         (version.get("schema") or {}).get("openAPIV3Schema"),
     )
+
+
+def _other_versions(resource: Resource[Any], crd: JSONObject | None, webhook: bool) -> list[Served]:
+    """The versions ``crd`` serves besides the stored ``resource``'s, each served by conversion."""
+    if crd is None:
+        return []
+    spec = crd.get("spec") or {}
+    strategy = str((spec.get("conversion") or {}).get("strategy") or "None")
+    if strategy not in ("None", "Webhook") or (strategy == "Webhook" and not webhook):
+        return []
+    found: list[Served] = []
+    for version in spec.get("versions") or ():
+        name = version.get("name")
+        if not version.get("served") or not isinstance(name, str) or name == resource.version:
+            continue
+        subresources = version.get("subresources") or {}
+        shown = msgspec.structs.replace(
+            resource,
+            version=name,
+            status="status" in subresources,
+            scale=resource.scale if "scale" in subresources else None,
+        )
+        found.append(
+            msgspec.structs.replace(_served(shown, {_crd_key(crd): crd}), stored=resource, strategy=strategy)
+        )
+    return found
 
 
 def _crd_key(crd: JSONObject) -> tuple[str, str]:

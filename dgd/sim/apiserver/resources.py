@@ -29,6 +29,7 @@ from dgd.cluster.resources import EVENT, ObjectKey, Resource
 from dgd.messages.base import JSONObject
 from dgd.messages.timestamps import Clock
 from dgd.sim.apiserver.catalog import Catalog
+from dgd.sim.apiserver.conversion import Converted
 from dgd.sim.apiserver.events import CORE_EVENT, to_core
 from dgd.sim.apiserver.patch import json_patch, strategic_merge
 from dgd.sim.apiserver.table import Printer
@@ -64,8 +65,10 @@ class Target(msgspec.Struct, frozen=True):
     namespace: str | None
     name: str | None
     subresource: str
-    #: Read from ``resource``, shown as this kind (the core/v1 view of events).
+    #: Read from ``resource``, shown as this kind (the core/v1 view of events, another served version).
     shown_as: Resource[JSONObject] | None = None
+    #: Served at a version other than the stored one: bodies converted in, answers out.
+    converted: Converted | None = None
 
     def key(self) -> ObjectKey[JSONObject]:
         if self.name is None or (self.resource.namespaced and not self.namespace):
@@ -183,7 +186,7 @@ class ResourceVerbs:
         kinds are not checked: the facade has no schema for them.)"""
         if request.query.get("fieldValidation") != "Strict":
             return
-        schema = crd_schemas().get((resource.group, resource.plural))
+        schema = crd_schemas().get((resource.group, resource.version, resource.plural))
         unknown = sorted(unknown_fields(obj, schema, "")) if schema is not None else []
         if unknown:
             fields = ", ".join(f'unknown field "{field}"' for field in unknown)
@@ -193,28 +196,32 @@ class ResourceVerbs:
         obj = _in_namespace(
             await object_body(request), target.namespace if target.resource.namespaced else None
         )
-        self._strict(request, target.resource, obj)
-        return respond(await self.cluster.create(target.resource, obj), status=201)
+        self._strict(request, target.shown_as or target.resource, obj)
+        created = await self.cluster.create(target.resource, _to_stored(target, obj))
+        return respond(_view(target)(created), status=201)
 
     async def _replace(self, request: web.Request, target: Target) -> web.StreamResponse:
         key = target.key()
         obj = _named(_in_namespace(await object_body(request), key.namespace), key.name)
-        self._strict(request, target.resource, obj)
+        self._strict(request, target.shown_as or target.resource, obj)
+        stored = _to_stored(target, obj)
         if target.subresource == "status":
-            return respond(await self.cluster.replace_status(target.resource, obj))
-        return respond(await self.cluster.replace(target.resource, obj))
+            return respond(_view(target)(await self.cluster.replace_status(target.resource, stored)))
+        return respond(_view(target)(await self.cluster.replace(target.resource, stored)))
 
     async def _patch(self, request: web.Request, target: Target) -> web.StreamResponse:
         key, kind, status = target.key(), media_type(request), target.subresource == "status"
+        if kind == APPLY_PATCH and not request.query.get("fieldManager"):
+            cause = Cause("fieldManager", "Required value: is required for apply patch")
+            raise Invalid(
+                'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value', causes=(cause,)
+            )
+        if target.converted is not None:
+            return await self._patch_converted(request, target, target.converted)
         patch = self.cluster.patch_status if status else self.cluster.patch
         if kind == MERGE_PATCH:
             return respond(await patch(key, await object_body(request)))
         if kind == APPLY_PATCH:
-            if not request.query.get("fieldManager"):
-                cause = Cause("fieldManager", "Required value: is required for apply patch")
-                raise Invalid(
-                    'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value', causes=(cause,)
-                )
             return await self._apply(key, await object_body(request), status=status)
         if kind == JSON_PATCH:
             operations = await body(request)
@@ -222,13 +229,42 @@ class ResourceVerbs:
         if kind == STRATEGIC_PATCH and _builtin(key.resource.group):
             change = await object_body(request)
             return respond(await self._rewrite(key, lambda current: strategic_merge(current, change), status))
-        raise HttpError(
-            415,
-            "UnsupportedMediaType",
-            f"the body of the request was in an unknown format - accepted media types include: "
-            f"{JSON_PATCH}, {MERGE_PATCH}, {APPLY_PATCH}"
-            + (f", {STRATEGIC_PATCH}" if _builtin(key.resource.group) else ""),
-        )
+        raise _unsupported_patch(kind, key.resource.group)
+
+    async def _patch_converted(
+        self, request: web.Request, target: Target, converted: Converted
+    ) -> web.StreamResponse:
+        """A patch at a served version that is not stored: applied to the object as the client sees
+        it, the result converted back and written (as the API server patches through conversion)."""
+        key, kind, status = target.key(), media_type(request), target.subresource == "status"
+        if kind == JSON_PATCH:
+            operations = await body(request)
+
+            def change(current: JSONObject) -> Any:
+                return json_patch(converted.to_shown(current), operations)
+
+        elif kind in (MERGE_PATCH, APPLY_PATCH):
+            patch = await object_body(request)
+
+            def change(current: JSONObject) -> Any:
+                return merge_patch.apply(converted.to_shown(current), patch)
+
+        else:
+            raise _unsupported_patch(kind, key.resource.group)
+
+        def write(current: JSONObject) -> Any:
+            changed = change(current)
+            return converted.to_stored(changed) if isinstance(changed, dict) else changed
+
+        try:
+            return respond(converted.to_shown(await self._rewrite(key, write, status)))
+        except NotFound:
+            # Server-side apply creates what is not there yet.
+            if kind != APPLY_PATCH or status:
+                raise
+        created = _named(_in_namespace(patch, key.namespace), key.name)
+        stored = await self.cluster.create(key.resource, converted.to_stored(created))
+        return respond(converted.to_shown(stored), status=201)
 
     async def _apply(self, key: ObjectKey[JSONObject], applied: JSONObject, *, status: bool) -> web.Response:
         """Server-side apply, approximated: merge-patch the applied configuration, or create it."""
@@ -269,7 +305,7 @@ class ResourceVerbs:
         propagation, preconditions = await _delete_options(request)
         deleted = await self.cluster.delete(key, propagation=propagation, preconditions=preconditions)
         if deleted is not None:
-            return respond(deleted)
+            return respond(_view(target)(deleted))
         resource = key.resource
         return respond(
             success(key.name, resource.group, resource.plural, preconditions.uid if preconditions else None)
@@ -337,7 +373,23 @@ class ResourceVerbs:
 
 def _view(target: Target) -> Callable[[JSONObject], JSONObject]:
     """How objects read for ``target`` are shown: as stored, or converted to the kind of its view."""
+    if target.converted is not None:
+        return target.converted.to_shown
     return to_core if target.shown_as is CORE_EVENT else _as_stored
+
+
+def _to_stored(target: Target, obj: JSONObject) -> JSONObject:
+    """A body sent for ``target`` as the memory server stores it."""
+    return target.converted.to_stored(obj) if target.converted is not None else obj
+
+
+def _unsupported_patch(kind: str, group: str) -> HttpError:
+    return HttpError(
+        415,
+        "UnsupportedMediaType",
+        f"the body of the request was in an unknown format - accepted media types include: "
+        f"{JSON_PATCH}, {MERGE_PATCH}, {APPLY_PATCH}" + (f", {STRATEGIC_PATCH}" if _builtin(group) else ""),
+    )
 
 
 def _as_stored(obj: JSONObject) -> JSONObject:

@@ -19,12 +19,13 @@ history, and its fault rules (``cluster.faults``) — are what an HTTP client se
 
 Custom resources' short names, printer columns and schemas come from the
 ``CustomResourceDefinition`` objects stored in the cluster (serve ``CUSTOM_RESOURCE_DEFINITION``
-and create them). Errors are ``Status`` objects with the port error's code and reason.
+and create them). So do the other versions a CRD serves (nvidia.com/v1alpha1 DGDs): each is
+served by converting every body to the stored version and every answer back (``facade_conversion``,
+with the ``conversion`` webhook given). Errors are ``Status`` objects with the port error's code and reason.
 
 Not served: protobuf bodies (``kubectl create <kind>`` sends them; 415), dry runs, paging (``limit``
 is ignored: a list is always complete), watch-list (``sendInitialEvents``), ``/openapi/v2``, new
-kinds from a newly stored CRD (the memory server's kinds are fixed), other versions of a kind
-(no conversion: nvidia.com/v1alpha1 DGDs are not served), namespace lifecycle (deleting a namespace
+kinds from a newly stored CRD (the memory server's kinds are fixed), namespace lifecycle (deleting a namespace
 leaves its objects), field selectors are not restricted to the fields the API server allows.
 
 For tests: ``drop_watches()`` and ``expire_watches()`` end every open watch stream (the client
@@ -41,6 +42,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+import msgspec
 import yaml
 from aiohttp import web
 
@@ -51,6 +53,7 @@ from dgd.messages.base import JSONObject
 from dgd.messages.timestamps import Clock, wall_clock
 from dgd.sim.apiserver import openapi as facade_openapi
 from dgd.sim.apiserver.catalog import AGGREGATED, CUSTOM_RESOURCE_DEFINITION, Catalog
+from dgd.sim.apiserver.conversion import Conversion, Converted
 from dgd.sim.apiserver.events import CORE_EVENT
 from dgd.sim.apiserver.resources import ResourceVerbs, Target
 from dgd.sim.apiserver.watch import WatchStreams
@@ -78,6 +81,8 @@ class Facade:
     ``token``: if set, every request but ``/version`` and the health checks must carry
     ``Authorization: Bearer <token>``. ``clock`` dates the ages ``kubectl get`` shows.
     ``watch_timeout``: how long a watch that gives no ``timeoutSeconds`` stays open.
+    ``conversion``: the CRDs' conversion webhook; with it, the versions a CRD serves besides the
+    stored one are served too, converted on every request (``facade_conversion``).
     """
 
     def __init__(
@@ -88,8 +93,10 @@ class Facade:
         token: str | None = None,
         clock: Clock = wall_clock,
         watch_timeout: float = 1800.0,
+        conversion: Conversion | None = None,
     ) -> None:
         self.cluster = cluster
+        self._conversion = conversion
         self._lookup = cluster.client()  # discovery's own reads: the fault rules are the served client's
         self._resources = tuple(resource.as_raw() for resource in resources)
         if any(str(resource) == str(EVENT) for resource in self._resources):
@@ -160,26 +167,41 @@ class Facade:
             case ["apis", group, version]:
                 return respond((await self._catalog()).api_resource_list(group, version))
             case ["api", version, *rest] if rest:
-                return await self._verbs.serve(request, self._target("", version, rest))
+                return await self._verbs.serve(request, await self._target("", version, rest))
             case ["apis", group, version, *rest] if rest:
-                return await self._verbs.serve(request, self._target(group, version, rest))
+                return await self._verbs.serve(request, await self._target(group, version, rest))
         raise NotFound("the server could not find the requested resource")
 
-    def _target(self, group: str, version: str, rest: list[str]) -> Target:
+    async def _target(self, group: str, version: str, rest: list[str]) -> Target:
         if len(rest) >= 3 and rest[0] == "namespaces":
-            resource = self._by_path.get((group, version, rest[2]))
-            if resource is not None and resource.namespaced and len(rest) <= 5:
-                return Target(resource, rest[1], _at(rest, 3), _at(rest, 4) or "")
-        resource = self._by_path.get((group, version, rest[0]))
-        if resource is None or len(rest) > 3:
+            found = await self._find(group, version, rest[2])
+            if found is not None and found.resource.namespaced and len(rest) <= 5:
+                return msgspec.structs.replace(
+                    found, namespace=rest[1], name=_at(rest, 3), subresource=_at(rest, 4) or ""
+                )
+        found = await self._find(group, version, rest[0])
+        if found is None or len(rest) > 3:
             raise NotFound("the server could not find the requested resource")
-        return Target(resource, None, _at(rest, 1), _at(rest, 2) or "")
+        return msgspec.structs.replace(found, name=_at(rest, 1), subresource=_at(rest, 2) or "")
+
+    async def _find(self, group: str, version: str, plural: str) -> Target | None:
+        """The kind at ``group/version/plural`` (no object named yet): a stored one, or one a CRD
+        serves at another version, converted."""
+        resource = self._by_path.get((group, version, plural))
+        if resource is not None:
+            return Target(resource, None, None, "")
+        served = (await self._catalog()).find(group, version, plural)
+        if served is None or served.stored is None:
+            return None
+        stored, shown = served.stored.as_raw(), served.resource.as_raw()
+        webhook = self._conversion if served.strategy == "Webhook" else None
+        return Target(stored, None, None, "", shown_as=shown, converted=Converted(stored, shown, webhook))
 
     async def _catalog(self) -> Catalog:
         crds: list[JSONObject] = []
         if any(str(resource) == str(CUSTOM_RESOURCE_DEFINITION) for resource in self._resources):
             crds = (await self._lookup.list(CUSTOM_RESOURCE_DEFINITION)).items
-        return Catalog(self._resources, crds)
+        return Catalog(self._resources, crds, webhook=self._conversion is not None)
 
     async def _discovery(self, request: web.Request, *, core: bool) -> web.Response:
         catalog = await self._catalog()

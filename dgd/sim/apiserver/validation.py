@@ -27,13 +27,14 @@ def check_version_match(version: str | None, match: str | None) -> None:
 
 
 @functools.cache
-def crd_schemas() -> dict[tuple[str, str], JSONObject]:
-    """The OpenAPI schema of each CRD the facade serves, by (group, plural)."""
+def crd_schemas() -> dict[tuple[str, str, str], JSONObject]:
+    """The OpenAPI schema of each version of each CRD the facade serves, by (group, version, plural)."""
     return {
-        (crd["spec"]["group"], crd["spec"]["names"]["plural"]): crd["spec"]["versions"][0]["schema"][
+        (crd["spec"]["group"], version["name"], crd["spec"]["names"]["plural"]): version["schema"][
             "openAPIV3Schema"
         ]
         for crd in all_crds()
+        for version in crd["spec"]["versions"]
     }
 
 
