@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from dgd.cli import main
+from tests.upstream import DYNAMO
 
 ROOT = Path(__file__).resolve().parents[3]
 EXECUTABLE = Path(sys.executable).with_name("dgd-operator")
@@ -103,6 +104,38 @@ def test_kubectl_applies_gets_waits_for_and_deletes_a_dgd(serving: Serving) -> N
     assert deleted.returncode == 0, deleted.stderr
     assert deleted.stdout.strip() == 'dynamographdeployment.nvidia.com "demo-agg" deleted'
     assert after.returncode == 0 and after.stdout == ""
+
+
+@needs_kubectl
+def test_kubectl_applies_the_upstream_v1alpha1_fixture_client_and_server_side(serving: Serving) -> None:
+    # given the upstream v1alpha1 conversion fixture (served through the operator's conversion webhook)
+    fixture = str(DYNAMO / "deploy" / "utils" / "tests" / "fixtures" / "v1alpha1" / "agg.yaml")
+
+    # when kubectl applies it (default validation), then server-side, and waits for it to succeed
+    applied = serving.kubectl("apply", "-f", fixture)
+    server_side = serving.kubectl("apply", "--server-side", "--force-conflicts", "-f", fixture)
+    waited = serving.kubectl(
+        "wait", "--for=jsonpath={.status.state}=successful", "dgd/vllm-agg", "--timeout=45s"
+    )
+    alpha = serving.kubectl(
+        "get",
+        "dynamographdeployments.v1alpha1.nvidia.com",
+        "vllm-agg",
+        "-o",
+        "jsonpath={.apiVersion} {.spec.services.VllmDecodeWorker.componentType}",
+    )
+    beta = serving.kubectl(
+        "get", "dgd", "vllm-agg", "-o", "jsonpath={.apiVersion} {.spec.components[*].name}"
+    )
+
+    # then both applies were accepted, the DGD succeeded, and it reads at either version
+    assert applied.returncode == 0, applied.stderr
+    assert applied.stdout.strip() == "dynamographdeployment.nvidia.com/vllm-agg created"
+    assert server_side.returncode == 0, server_side.stderr
+    assert server_side.stdout.strip() == "dynamographdeployment.nvidia.com/vllm-agg serverside-applied"
+    assert waited.returncode == 0, waited.stderr
+    assert alpha.stdout == "nvidia.com/v1alpha1 worker"
+    assert beta.stdout == "nvidia.com/v1beta1 Frontend VllmDecodeWorker"
 
 
 @needs_kubectl
