@@ -4,6 +4,7 @@
 :mod:`~dgd.sim.apiserver.resources` (CRUD, subresources, patches in :mod:`~dgd.sim.apiserver.patch`),
 :mod:`~dgd.sim.apiserver.watch` (watch streaming), :mod:`~dgd.sim.apiserver.catalog` (discovery),
 :mod:`~dgd.sim.apiserver.openapi`, :mod:`~dgd.sim.apiserver.table` (kubectl tables),
+:mod:`~dgd.sim.apiserver.conversion` (versions served but not stored),
 :mod:`~dgd.sim.apiserver.events` and :mod:`~dgd.sim.apiserver.wire` (JSON and Status bodies).
 Only ``sim serve`` and the tests use it.
 """

@@ -10,6 +10,11 @@ PATCH: a JSON merge patch goes to the port as it is; a JSON patch or a strategic
 applied to the object read, then written back as a merge patch conditional on the resourceVersion
 read (retried if the object changed meanwhile, as the API server retries internally); server-side
 apply merge-patches the applied configuration, or creates the object (``facade_patch``).
+
+A kind served at a version other than the stored one (``Target.converted``): bodies are converted to
+the stored version before the port call, answers back to the version asked for; a patch of any
+flavour is applied to the object as the client sees it, then written back converted
+(``facade_conversion``).
 """
 
 from __future__ import annotations
