@@ -16,6 +16,8 @@ import yaml
 from dgd.domain.crd_schema import node_at, structural_schema
 from dgd.messages import dcd, dgd, dgdsa, grove
 from dgd.messages.base import JSONObject, Model, to_builtins
+from dgd.messages.dcd_v1alpha1 import DynamoComponentDeploymentV1Alpha1
+from dgd.messages.dgdsa_v1alpha1 import DynamoGraphDeploymentScalingAdapterV1Alpha1
 from dgd.messages.v1alpha1 import DynamoGraphDeploymentV1Alpha1
 
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
@@ -56,10 +58,14 @@ class ListSemantics(msgspec.Struct, frozen=True):
 
 
 class OlderVersion(msgspec.Struct, frozen=True, kw_only=True):
-    """A version served beside the stored one, converted by the operator's conversion webhook."""
+    """A version served beside the stored one, converted by the operator's conversion webhook.
+
+    ``columns`` are its own printer columns where they differ from the stored version's (``None``:
+    the same ones)."""
 
     model: type[Model]
     version: str
+    columns: tuple[PrinterColumn, ...] | None = None
 
 
 #: Where the API server sends conversion reviews: the chart's webhook Service (the operator patches
@@ -169,40 +175,75 @@ DGD = CustomResource(
     ),
 )
 
+DCD_AVAILABLE = PrinterColumn(
+    name="Available",
+    type="string",
+    json_path=".status.conditions[?(@.type=='Available')].status",
+    description="Whether the component's workload is available",
+)
+
 DCD = CustomResource(
     model=dcd.DynamoComponentDeployment,
     api_version=dcd.API_VERSION,
     plural=dcd.PLURAL,
     short_names=("dcd",),
-    columns=(
-        PrinterColumn(
-            name="Available",
-            type="string",
-            json_path=".status.conditions[?(@.type=='Available')].status",
-            description="Whether the component's workload is available",
+    # v1alpha1 lists upstream's column over a field its schema never had, so it always shows empty.
+    older=(
+        OlderVersion(
+            model=DynamoComponentDeploymentV1Alpha1,
+            version="v1alpha1",
+            columns=(
+                PrinterColumn(
+                    name="DynamoComponent",
+                    type="string",
+                    json_path=".spec.dynamoComponent",
+                    description="Dynamo component",
+                ),
+                DCD_AVAILABLE,
+                BACKEND,
+                AGE,
+            ),
         ),
-        BACKEND,
-        AGE,
     ),
+    columns=(DCD_AVAILABLE, BACKEND, AGE),
     lists=(*_component_lists("spec"), CONDITIONS_BY_TYPE),
 )
+
+DGDSA_DGD = PrinterColumn(
+    name="DGD", type="string", json_path=".spec.dgdRef.name", description="Graph deployment"
+)
+DGDSA_REPLICAS = PrinterColumn(
+    name="REPLICAS", type="integer", json_path=".status.replicas", description="Replicas applied"
+)
+DGDSA_AGE = PrinterColumn(name="AGE", type="date", json_path=".metadata.creationTimestamp")
 
 DGDSA = CustomResource(
     model=dgdsa.DynamoGraphDeploymentScalingAdapter,
     api_version=dgdsa.API_VERSION,
     plural=dgdsa.PLURAL,
     short_names=("dgdsa",),
-    columns=(
-        PrinterColumn(
-            name="DGD", type="string", json_path=".spec.dgdRef.name", description="Graph deployment"
+    # v1alpha1 names the graph's service where v1beta1 names its component.
+    older=(
+        OlderVersion(
+            model=DynamoGraphDeploymentScalingAdapterV1Alpha1,
+            version="v1alpha1",
+            columns=(
+                DGDSA_DGD,
+                PrinterColumn(
+                    name="SERVICE", type="string", json_path=".spec.dgdRef.serviceName", description="Service"
+                ),
+                DGDSA_REPLICAS,
+                DGDSA_AGE,
+            ),
         ),
+    ),
+    columns=(
+        DGDSA_DGD,
         PrinterColumn(
             name="COMPONENT", type="string", json_path=".spec.dgdRef.componentName", description="Component"
         ),
-        PrinterColumn(
-            name="REPLICAS", type="integer", json_path=".status.replicas", description="Replicas applied"
-        ),
-        PrinterColumn(name="AGE", type="date", json_path=".metadata.creationTimestamp"),
+        DGDSA_REPLICAS,
+        DGDSA_AGE,
     ),
     scale=_scale(".status.selector"),
 )
@@ -272,7 +313,14 @@ PCSG = CustomResource(
 RESOURCES: tuple[CustomResource, ...] = (DGD, DCD, DGDSA, PCS, PCLQ, PCSG)
 
 
-def _version(resource: CustomResource, model: type[Model], name: str, *, storage: bool) -> JSONObject:
+def _version(
+    resource: CustomResource,
+    model: type[Model],
+    name: str,
+    *,
+    storage: bool,
+    columns: tuple[PrinterColumn, ...] | None = None,
+) -> JSONObject:
     # The schema comes from the Struct; list semantics are added where the API server needs them.
     schema = structural_schema(model)
     for semantics in resource.lists if storage else ():
@@ -288,7 +336,7 @@ def _version(resource: CustomResource, model: type[Model], name: str, *, storage
         "name": name,
         "served": True,
         "storage": storage,
-        "additionalPrinterColumns": [to_builtins(column) for column in resource.columns],
+        "additionalPrinterColumns": [to_builtins(column) for column in columns or resource.columns],
         "schema": {"openAPIV3Schema": schema},
         "subresources": subresources,
     }
@@ -299,7 +347,10 @@ def render_crd(resource: CustomResource) -> JSONObject:
     versions too converts through the operator's webhook; the CA bundle is left out, so applying
     the CRD again (server-side) keeps the one the operator patched in."""
     versions = [_version(resource, resource.model, resource.version, storage=True)]
-    versions += [_version(resource, older.model, older.version, storage=False) for older in resource.older]
+    versions += [
+        _version(resource, older.model, older.version, storage=False, columns=older.columns)
+        for older in resource.older
+    ]
     conversion: JSONObject = {}
     if resource.older:
         conversion["conversion"] = {

@@ -106,6 +106,13 @@ SERVED: dict[str, tuple[str, str, str, list[str], dict[str, str] | None]] = {
 
 KINDS = [resource.kind for resource in RESOURCES]
 
+#: The kinds served in v1alpha1 too, converted by the operator's webhook (supplement §1.11).
+CONVERTED_KINDS = (
+    "DynamoGraphDeployment",
+    "DynamoComponentDeployment",
+    "DynamoGraphDeploymentScalingAdapter",
+)
+
 
 def _resource(kind: str) -> CustomResource:
     return next(resource for resource in RESOURCES if resource.kind == kind)
@@ -468,22 +475,24 @@ def test_kind_is_served_and_stored_in_one_version_with_its_names_and_subresource
     assert crd["spec"]["names"]["plural"] == plural
     assert crd["spec"]["names"]["kind"] == kind
     assert crd["spec"]["names"]["shortNames"] == short_names
-    # And one version is served and stored; the DGD's v1alpha1 is served too, through conversion
+    # And one version is served and stored; Dynamo's kinds serve v1alpha1 too, through conversion
     served = _version(crd)
     assert (served["name"], served["served"], served["storage"]) == (version, True, True)
     others = [(v["name"], v["served"], v["storage"]) for v in crd["spec"]["versions"] if v is not served]
-    assert others == ([("v1alpha1", True, False)] if kind == "DynamoGraphDeployment" else [])
-    # And status is a subresource, scale only where specified
+    assert others == ([("v1alpha1", True, False)] if kind in CONVERTED_KINDS else [])
+    # And status is a subresource, scale only where specified, in every served version
     expected = {"status": {}} if scale is None else {"status": {}, "scale": scale}
-    assert served["subresources"] == expected
+    assert [v["subresources"] for v in crd["spec"]["versions"]] == [expected] * (1 + len(others))
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_subresources_match_upstream(kind: str) -> None:
-    # Given our served version and upstream's
-    resource = _resource(kind)
-    # Then the subresources are the same
-    assert _version(render_crd(resource))["subresources"] == _upstream_version(resource.kind)["subresources"]
+    # Given every version we serve and upstream's versions of the same name
+    served = render_crd(_resource(kind))["spec"]["versions"]
+    upstream = _upstream_versions(kind)
+    # Then the subresources (scale paths included) are the same in each
+    for version in served:
+        assert version["subresources"] == upstream[version["name"]]["subresources"], version["name"]
 
 
 def _column_shapes(columns: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
@@ -572,3 +581,38 @@ def test_the_dgd_serves_v1alpha1_through_the_conversion_webhook_with_no_ca_bundl
         and not any(_covers(raw + ".", path) or _covers(raw + "[", path) for raw in preserved)
     ]
     assert missing == []
+
+
+@pytest.mark.parametrize("kind", CONVERTED_KINDS)
+def test_a_converted_kind_serves_v1alpha1_through_the_same_webhook(kind: str) -> None:
+    # Given the generated CRD of a kind the conversion webhook converts
+    crd = render_crd(_resource(kind))
+    # Then the API server sends its conversion reviews to the same Service and path as the DGD's
+    assert crd["spec"]["conversion"] == render_crd(_resource("DynamoGraphDeployment"))["spec"]["conversion"]
+    assert "caBundle" not in crd["spec"]["conversion"]["webhook"]["clientConfig"]
+
+
+@pytest.mark.parametrize("kind", ["DynamoComponentDeployment", "DynamoGraphDeploymentScalingAdapter"])
+def test_v1alpha1_schema_covers_every_upstream_v1alpha1_field_with_its_enum_and_type(kind: str) -> None:
+    # Given upstream's v1alpha1 schema of the kind and ours
+    crd = render_crd(_resource(kind))
+    ours = next(v for v in crd["spec"]["versions"] if v["name"] == "v1alpha1")
+    mine = dict(_field_paths(ours["schema"]["openAPIV3Schema"]))
+    theirs = _upstream_versions(kind)["v1alpha1"]["schema"]["openAPIV3Schema"]
+    preserved = [path for path, node in mine.items() if node.get("x-kubernetes-preserve-unknown-fields")]
+    # When every spec and status field of theirs is looked up in ours (a raw-JSON field holds all below it)
+    differences = []
+    for path, node in _field_paths(theirs):
+        if not path.startswith(("spec", "status")) or any(
+            _covers(raw + ".", path) or _covers(raw + "[", path) or _covers(raw + "{", path)
+            for raw in preserved
+        ):
+            continue
+        if path not in mine:
+            differences.append((path, "missing"))
+        elif node.get("type") != mine[path].get("type"):
+            differences.append((path, f"type: upstream {node.get('type')}, ours {mine[path].get('type')}"))
+        elif set(node.get("enum", [])) != set(mine[path].get("enum", [])):
+            differences.append((path, f"enum: upstream {node.get('enum')}, ours {mine[path].get('enum')}"))
+    # Then there is none: a v1alpha1 client can write everything it could write to upstream
+    assert differences == []
