@@ -24,9 +24,12 @@ class DCDSpecV1Alpha1(ServiceSpec, frozen=True):
 
 
 class DCDStatusV1Alpha1(Model, frozen=True):
-    """What the operator observed of the component, as the v1alpha1 view shows it."""
+    """What the operator observed of the component, as the v1alpha1 view shows it.
 
-    conditions: list[Condition]
+    Upstream's schema requires ``conditions``; here it may be absent, because conversion leaves out
+    an empty list and the view of a status that has no conditions yet must still decode."""
+
+    conditions: list[Condition] | None = None
     """The component's conditions, such as `Available`."""
     observed_generation: int | None = None
     """The `metadata.generation` the operator last reconciled without error."""
