@@ -11,7 +11,8 @@ import anyio
 import pytest
 
 from dgd.cli import main
-from dgd.cli.run import Options, Usage, add_command, options, serve
+from dgd.cli.exits import Usage
+from dgd.cli.run import Options, add_command, options, serve
 from dgd.cluster.memory.adapter import MemoryCluster
 from tests.unit.daemon.harness import LEASE_NS, install, lease_spec
 
