@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,11 @@ from dgd.cli.exits import Usage
 from dgd.cli.inputs import POD_NAMESPACE_FILE, duration, namespace_problem
 from dgd.daemon.registration import REGISTRATIONS, Registration, WebhookSettings
 from dgd.daemon.servers import AddressError, parse_address
+
+#: What the API server may do with a write while no replica answers (``failurePolicy``).
+FAILURE_POLICIES = ("Fail", "Ignore")
+#: An object name that is a DNS subdomain (RFC 1123), as the webhook configurations' names must be.
+_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
 def add_webhook_flags(webhooks: Any) -> None:
@@ -70,6 +76,20 @@ def add_webhook_flags(webhooks: Any) -> None:
         f"(default: the lease's namespace/{WebhookSettings().service_name})",
     )
     webhooks.add_argument(
+        "--webhook-configuration-prefix",
+        metavar="PREFIX",
+        help="the webhook configurations the leader registers are PREFIX-mutating and PREFIX-validating "
+        "(namespace-restricted: with -<the Secret's namespace> after them); the chart gives its release's "
+        f"name (default {WebhookSettings().configuration_prefix})",
+    )
+    webhooks.add_argument(
+        "--webhook-failure-policy",
+        choices=FAILURE_POLICIES,
+        default=WebhookSettings().failure_policy,
+        help="what the API server does with a DGD, DCD or DynamoCheckpoint write while no replica answers "
+        "its webhooks: Fail refuses it, Ignore admits it unchecked (default Fail, as upstream)",
+    )
+    webhooks.add_argument(
         "--operator-principal",
         metavar="USER",
         help="the user this operator writes as, exempt from the rules admission waives for it "
@@ -103,6 +123,7 @@ def webhook_settings(args: argparse.Namespace, namespace: str) -> WebhookSetting
     )
     if args.webhook_cert_dir is not None and not Path(args.webhook_cert_dir).is_dir():
         raise Usage(f"--webhook-cert-dir: {args.webhook_cert_dir!r} is not a directory")
+    prefix = _configuration_prefix(args.webhook_configuration_prefix, secret_ns)
     return WebhookSettings(
         address=args.webhook_addr,
         cert_dir=args.webhook_cert_dir,
@@ -111,6 +132,8 @@ def webhook_settings(args: argparse.Namespace, namespace: str) -> WebhookSetting
         register=register,
         service_namespace=service_ns,
         service_name=service_name,
+        configuration_prefix=prefix,
+        failure_policy=args.webhook_failure_policy,
         operator_principal=args.operator_principal or None,
         validity=duration("--webhook-cert-validity", args.webhook_cert_validity),
         ca_validity=duration("--webhook-ca-validity", args.webhook_ca_validity),
@@ -126,3 +149,16 @@ def _object_name(flag: str, text: str | None, namespace: str, name: str) -> tupl
     if problem or not given:
         raise Usage(f"{flag}: {text!r} must be NAMESPACE/NAME (for example {namespace}/{name})")
     return ns, given
+
+
+def _configuration_prefix(text: str | None, namespace: str) -> str:
+    """``--webhook-configuration-prefix``, checked against the longest name it makes, or the default."""
+    if text is None:
+        return WebhookSettings().configuration_prefix
+    longest = f"{text}-validating-{namespace}"
+    if not _SUBDOMAIN.fullmatch(text) or len(longest) > 253:
+        raise Usage(
+            f"--webhook-configuration-prefix: {text!r} is not a name prefix: lower-case letters, digits, "
+            f"'-' and '.', starting and ending alphanumeric, with {longest!r} at most 253 characters"
+        )
+    return text

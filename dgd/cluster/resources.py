@@ -251,7 +251,8 @@ LEASE = _raw("coordination.k8s.io/v1", "Lease", "leases", generation=False)
 #: Only ``sim world`` writes Nodes: the simulated kubelet's node, on a real cluster without kubelets.
 NODE = _raw("v1", "Node", "nodes", namespaced=False, status=True, generation=False)
 
-# Kinds only the daemon's webhook registration touches (not served by the memory server).
+# Kinds only the daemon's webhook registration touches (``REGISTRATION_RESOURCES``): not among the
+# defaults, as the simulation admits in process; a memory server given them serves them.
 _CLUSTER_SCOPED = {"namespaced": False, "has_spec": False, "generation": False}
 MUTATING_WEBHOOK_CONFIGURATION = _raw(
     "admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations",
@@ -268,6 +269,14 @@ CRD = _raw(
 #: Who the client is, as the API server authenticated it (a create answers with it; nothing is stored).
 SELF_SUBJECT_REVIEW = _raw(
     "authentication.k8s.io/v1", "SelfSubjectReview", "selfsubjectreviews", **_CLUSTER_SCOPED
+)
+
+#: The kinds of the webhooks' registration (``dgd.daemon.registration``), all cluster-scoped.
+REGISTRATION_RESOURCES: tuple[Resource[Any], ...] = (
+    MUTATING_WEBHOOK_CONFIGURATION,
+    VALIDATING_WEBHOOK_CONFIGURATION,
+    CRD,
+    SELF_SUBJECT_REVIEW,
 )
 
 #: Every kind the operator and the simulation touch.

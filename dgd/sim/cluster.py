@@ -3,9 +3,10 @@
 ``SimulatedCluster`` builds, from one seed and the running loop's clock (virtual under
 ``dgd.sim.clock.run``):
 
-* the in-memory API server (``MemoryCluster``), whose timestamps are cluster time: ``EPOCH`` plus
-  the loop time since the block was entered. ``cluster`` is the operator's client (its own fault
-  rules); the world models use another client of the same server;
+* the in-memory API server (``MemoryCluster``) serving ``resources`` (default ``DEFAULT_RESOURCES``;
+  add ``REGISTRATION_RESOURCES`` for a daemon that registers its webhooks), whose timestamps are
+  cluster time: ``EPOCH`` plus the loop time since the block was entered. ``cluster`` is the
+  operator's client (its own fault rules); the world models use another client of the same server;
 * what the cluster starts with (``world.bootstrap``): namespaces, ClusterRoles, the MPI secret and
   the discovery the operator's gates probe;
 * an ``ActorSystem`` whose ``/world`` supervisor runs the world models the operator relies on but
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -35,6 +36,7 @@ from dgd.actors.runtime import ActorSystem, ChildSpec, LoopClock, Metrics, Super
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.memory.store import Change
 from dgd.cluster.protocol import Cluster
+from dgd.cluster.resources import DEFAULT_RESOURCES, Resource
 from dgd.messages.config import OperatorConfig
 from dgd.sim.admission import SIMULATED_OPERATOR, simulated_admission, webhook_chain
 from dgd.sim.clock import EPOCH
@@ -73,8 +75,10 @@ class SimulatedCluster:
         watch_buffer: int = 10_000,
         metrics: Metrics | None = None,
         admission: bool = True,
+        resources: Iterable[Resource[Any]] = DEFAULT_RESOURCES,
     ) -> None:
         self._settings = settings or WorldSettings()
+        self._resources = tuple(resources)
         self._admission = admission
         self._seed = seed
         self._config = config or OperatorConfig()
@@ -176,6 +180,7 @@ class SimulatedCluster:
         self._start = loop.time()
         seeds = random.Random(self._seed)
         server = MemoryCluster(
+            resources=self._resources,
             clock=self.now,
             rng=random.Random(seeds.getrandbits(64)),
             history_size=self._history_size,

@@ -37,11 +37,12 @@ from dgd.cluster.memory.strategies import (
     write_scale,
 )
 from dgd.cluster.memory.validation import invalid, validate
-from dgd.cluster.resources import NAMESPACE, Resource
+from dgd.cluster.resources import NAMESPACE, SELF_SUBJECT_REVIEW, Resource
 from dgd.messages.base import JSONObject
 from dgd.messages.timestamps import Clock, rfc3339
 
 NAMESPACE_ID = str(NAMESPACE)
+SELF_SUBJECT_REVIEW_ID = str(SELF_SUBJECT_REVIEW)
 #: The namespaces a new cluster has.
 INITIAL_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
 
@@ -104,7 +105,10 @@ class ApiServer:
         self, resource: Resource[Any], data: JSONObject, *, loose: bool = False, user: str = ""
     ) -> Stored:
         """POST of a new object; ``loose``: admitted as a CRD looser than the resource's model would
-        admit it (the model is not checked), to see what the operator does with what it cannot read."""
+        admit it (the model is not checked), to see what the operator does with what it cannot read.
+        A SelfSubjectReview is answered, not stored: with the requesting ``user``."""
+        if self.id(resource) == SELF_SUBJECT_REVIEW_ID:
+            return self._review_self(data, user)
         metadata = _metadata(resource, data)
         if metadata.get("resourceVersion"):
             # The API server answers this with a 500 (an internal error), not a 400.
@@ -250,6 +254,15 @@ class ApiServer:
         conditions = [c for c in status.get("conditions") or () if c.get("type") != "PodScheduled"]
         status["conditions"] = [{"type": "PodScheduled", "status": "True"}, *conditions]
         return self._write(resource, current, new)
+
+    def _review_self(self, review: JSONObject, user: str) -> Stored:
+        """Who the request's user is, as authentication saw them (every user is authenticated here)."""
+        answer = {
+            **review,
+            "metadata": {"creationTimestamp": self.now()},
+            "status": {"userInfo": {"username": user, "groups": ["system:authenticated"]}},
+        }
+        return Stored((SELF_SUBJECT_REVIEW_ID, None, ""), answer, self.store.rv)
 
     # The primitives the garbage collector shares.
 

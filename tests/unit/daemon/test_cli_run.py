@@ -11,7 +11,8 @@ import anyio
 import pytest
 
 from dgd.cli import main
-from dgd.cli.run import Options, Usage, add_command, options, serve
+from dgd.cli.exits import Usage
+from dgd.cli.run import Options, add_command, options, serve
 from dgd.cluster.memory.adapter import MemoryCluster
 from tests.unit.daemon.harness import LEASE_NS, install, lease_spec
 
@@ -21,6 +22,15 @@ FLAGS = (
     "--config",
     "--metrics-addr",
     "--probe-addr",
+    "--webhook-addr",
+    "--webhook-cert-dir",
+    "--webhook-secret",
+    "--webhook-cert-validity",
+    "--webhook-register",
+    "--webhook-service",
+    "--webhook-configuration-prefix",
+    "--webhook-failure-policy",
+    "--operator-principal",
     "--leader-elect",
     "--no-leader-elect",
     "--lease-name",

@@ -10,6 +10,12 @@ Each exercise runs twice: once as is, then again with every write of the first r
 create as ``AlreadyExists``, an update, patch or delete as ``Conflict``), so the operator's recovery
 paths — re-reads after a lost race — are exercised and recorded too.
 
+Given ``webhooks`` (the settings an installation's Deployment runs with), the daemon serves its
+webhooks too, on a free local port, and its leader registers them with the simulated API server, which
+then serves the registration's kinds and holds the CRDs of ``deploy/crds`` (as a cluster the CRDs were
+applied to): the Secret of its own certificates, its configurations, the CRDs' conversion and who it is
+are recorded with the rest.
+
 Everything runs on the virtual clock: minutes of cluster time take a second or two.
 """
 
@@ -26,6 +32,7 @@ from dgd.cluster.errors import AlreadyExists, Conflict, NotFound
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import (
     CONFIG_MAP,
+    CRD,
     DCD,
     DEFAULT_RESOURCES,
     DGD,
@@ -33,8 +40,10 @@ from dgd.cluster.resources import (
     EVENT,
     INGRESS,
     LEASE,
+    MUTATING_WEBHOOK_CONFIGURATION,
     PCS,
     PVC,
+    REGISTRATION_RESOURCES,
     ROLE,
     ROLE_BINDING,
     SECRET,
@@ -42,6 +51,7 @@ from dgd.cluster.resources import (
     SERVICE_ACCOUNT,
     Resource,
 )
+from dgd.daemon.registration import CONVERTED_CRDS, WebhookSettings
 from dgd.daemon.run import Daemon, DaemonSettings
 from dgd.domain.conversion.dgd import dgd_to_v1beta1
 from dgd.domain.gates import effective_config, resolve_gates, served_apis
@@ -52,6 +62,7 @@ from dgd.sim import SimulatedCluster, WorldSettings, run
 from dgd.sim.key_pool import KeyPool
 from tests.scenarios.graphs import SNAPSHOT, model_cache
 from tests.scenarios.grove.stage import upstream
+from tests.unit.deploy.generator import DEPLOY, committed
 from tests.unit.deploy.recording import Call, RecordingCluster
 
 #: Where users put their graphs, and where the operator runs (its Lease, its MPI key Secret).
@@ -274,6 +285,44 @@ async def checkpointed_graphs(user: User) -> None:
         await user.until_successful(name)
 
 
+async def webhook_certificates(user: User) -> None:
+    """The operator's own webhook certificates: the leader renews the serving certificate before it
+    expires (under the same CA); then someone deletes their Secret (a CA replaced by hand), the
+    operator makes a new CA, and the leader registers it again in its configurations (replaced) and,
+    cluster-wide, in the CRDs' conversion."""
+    secret = await _webhook_secret(user)
+
+    async def renewed() -> bool:
+        now = await _webhook_secret(user)
+        return bool(now["data"]["tls.crt"] != secret["data"]["tls.crt"])
+
+    await user.sim.until(renewed, timeout=WAIT)
+    old = secret["data"]["ca.crt"]
+    await user.client.delete(SECRET.key(OPERATOR_NS, secret["metadata"]["name"]))
+
+    async def registered_again() -> bool:
+        hooks = [
+            hook
+            for configuration in (await user.client.list(MUTATING_WEBHOOK_CONFIGURATION)).items
+            for hook in configuration["webhooks"]
+        ]
+        bundles = {hook["clientConfig"].get("caBundle") for hook in hooks}
+        # A namespace-restricted leader leaves the CRDs alone: their bundle stays absent.
+        for name in CONVERTED_CRDS:
+            conversion = (await user.client.get(CRD.key(None, name)))["spec"].get("conversion") or {}
+            bundles.add(((conversion.get("webhook") or {}).get("clientConfig") or {}).get("caBundle"))
+        return bool(hooks) and old not in bundles
+
+    await user.sim.until(registered_again, timeout=WAIT)
+
+
+async def _webhook_secret(user: User) -> dict[str, Any]:
+    """The Secret of the operator's own webhook certificates (the only TLS Secret of its namespace)."""
+    secrets = (await user.client.list(SECRET.as_raw(), namespace=OPERATOR_NS)).items
+    (secret,) = [s for s in secrets if s.get("type") == "kubernetes.io/tls"]
+    return secret
+
+
 #: The kinds the operator syncs as children of a DGD (their drift is repaired).
 SYNCED: tuple[Resource[Any], ...] = (
     SERVICE,
@@ -419,7 +468,7 @@ def _inject_faults(sim: SimulatedCluster, clean: list[Call]) -> None:
     """Fail, once each, every distinct write the operator made in a run without faults: a create as
     ``AlreadyExists``, an update, patch or delete as ``Conflict`` (not the lease's: the election's
     retries are its own tests' business)."""
-    resources = {(r.group, r.plural): r for r in DEFAULT_RESOURCES}
+    resources = {(r.group, r.plural): r for r in SERVED}
     errors = {"create": AlreadyExists("injected: created by someone else")}
     seen: set[tuple[str, str, str, str, str | None, str | None]] = set()
     for call in clean:
@@ -446,18 +495,33 @@ def _inject_faults(sim: SimulatedCluster, clean: list[Call]) -> None:
         )
 
 
+#: What the simulated API server serves: the webhooks' registration kinds too.
+SERVED: tuple[Resource[Any], ...] = (*DEFAULT_RESOURCES, *REGISTRATION_RESOURCES)
+
+
 async def _exercise(
-    config: OperatorConfig, stories: tuple[Story, ...], clean: list[Call] | None
+    config: OperatorConfig,
+    stories: tuple[Story, ...],
+    clean: list[Call] | None,
+    webhooks: WebhookSettings | None,
 ) -> list[Call]:
     calls: list[Call] = []
     settings = WorldSettings(checkpoint_delay=60.0, namespaces=(USER_NS,))
-    async with SimulatedCluster(settings, seed=11, config=config) as sim:
+    async with SimulatedCluster(settings, seed=11, config=config, resources=SERVED) as sim:
+        # The CRDs applied, as before any install (their conversion not yet pointed at the operator).
+        for path in sorted((DEPLOY / "crds").glob("*.yaml")):
+            for crd in committed(str(path)):
+                await sim.cluster.client().create(CRD, crd)
         gates = resolve_gates(config, served_apis(sim.discovery.group_versions))
         daemon = Daemon(
             RecordingCluster(sim.cluster, calls),
             config=effective_config(config, gates),
             settings=DaemonSettings(
-                instance="rbac-probe", metrics_address="0", probe_address="0", lease_namespace=OPERATOR_NS
+                instance="rbac-probe",
+                metrics_address="0",
+                probe_address="0",
+                lease_namespace=OPERATOR_NS,
+                webhooks=webhooks,
             ),
             wall=sim.now,
             random=random.Random(3),
@@ -485,8 +549,11 @@ async def _exercise(
     return calls
 
 
-def exercise(config: OperatorConfig, stories: tuple[Story, ...]) -> list[Call]:
+def exercise(
+    config: OperatorConfig, stories: tuple[Story, ...], webhooks: WebhookSettings | None = None
+) -> list[Call]:
     """Every API call the daemon made while ``stories`` were played, then every graph deleted: in a
-    run without faults, then in a run where each of the first run's writes fails once."""
-    clean = run(_exercise, config, stories, None)
-    return clean + run(_exercise, config, stories, clean)
+    run without faults, then in a run where each of the first run's writes fails once; with
+    ``webhooks``, the daemon's webhooks served and registered."""
+    clean = run(_exercise, config, stories, None, webhooks)
+    return clean + run(_exercise, config, stories, clean, webhooks)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,8 @@ import pytest
 import yaml
 
 from dgd.cli.run import Options, add_command, options
+from dgd.cli.run_webhooks import webhook_settings
+from dgd.daemon.registration import configurations
 from dgd.messages.config import load_config
 from tests.unit.deploy.generator import DEPLOY, find, generate
 from tests.unit.deploy.recording import permissions
@@ -74,7 +77,7 @@ def objects(documents: list[dict[str, Any]]) -> dict[tuple[str, str | None, str]
     return keyed
 
 
-CASES = {
+CASES: dict[str, tuple[dict[str, Any], Any]] = {
     "defaults": ({}, generate.CLUSTER_WIDE),
     "restricted to its own namespace": ({"namespaces": [NAMESPACE]}, generate.RESTRICTED),
     "restricted to another namespace": ({"namespaces": ["team-a"]}, generate.Install(watch=("team-a",))),
@@ -85,6 +88,27 @@ CASES = {
     "checkpoints on": ({"featureGates": {"checkpoint": True}}, generate.Install(checkpoint=True)),
     "grove off": ({"featureGates": {"grove": False}}, generate.Install(grove=False)),
     "one replica": ({"replicas": 1}, generate.Install(replicas=1)),
+    "webhooks off": ({"webhook": {"enabled": False}}, generate.Install(webhook=False)),
+    "webhooks off, restricted": (
+        {"webhook": {"enabled": False}, "namespaces": ["team-a"]},
+        generate.Install(webhook=False, watch=("team-a",)),
+    ),
+    "cert-manager's certificates": (
+        {"webhook": {"certManager": {"enabled": True}}},
+        generate.Install(cert_manager=True),
+    ),
+    "cert-manager's certificates, restricted": (
+        {"webhook": {"certManager": {"enabled": True}}, "namespaces": ["team-a", "team-b"]},
+        generate.Install(cert_manager=True, watch=("team-a", "team-b")),
+    ),
+    "webhooks off with cert-manager on": (
+        {"webhook": {"enabled": False, "certManager": {"enabled": True}}},
+        generate.Install(webhook=False, cert_manager=True),
+    ),
+    "writes admitted while the webhooks are down": (
+        {"webhook": {"failurePolicy": "Ignore"}},
+        generate.Install(failure_policy="Ignore"),
+    ),
 }
 
 
@@ -149,6 +173,14 @@ REFUSED = {
 }
 
 
+@pytest.mark.parametrize("policy", ["Retry", "fail", None])
+def test_the_chart_refuses_a_failure_policy_other_than_fail_or_ignore(policy: str | None) -> None:
+    # when rendered with a failure policy the API server does not know, then rendering fails, naming it
+    with pytest.raises(helm.HelmError) as refused:
+        render({"webhook": {"failurePolicy": policy}})
+    assert f"webhook.failurePolicy: {json.dumps(policy)} is not Fail or Ignore" in str(refused.value)
+
+
 @pytest.mark.parametrize("case", REFUSED)
 def test_the_chart_refuses_namespaces_that_are_not_distinct_names(case: str) -> None:
     # given a namespaces value the operator cannot watch
@@ -195,3 +227,28 @@ def test_timing_and_throughput_values_become_flags_the_daemon_accepts(tmp_path: 
     assert (settled.qps, settled.burst, settled.settings.max_concurrent_reconciles) == (100.0, 150, 32)
     grace = deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
     assert grace >= settled.settings.shutdown_timeout + timing.renew_deadline
+
+
+def test_a_release_names_its_webhook_service_configurations_and_secret_after_itself(tmp_path: Path) -> None:
+    # given the chart installed as release "team-ops" in namespace "ops", its webhooks on
+    documents = render({}, name="team-ops", namespace="ops")
+    (container,) = find(documents, "Deployment", "team-ops")["spec"]["template"]["spec"]["containers"]
+    parser = argparse.ArgumentParser()
+    add_command(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(container["args"])
+    # when `dgd-operator run` settles the rendered arguments
+    webhooks = webhook_settings(args, "ops")
+    # then the leader registers the release's Service, in configurations named after the release
+    assert webhooks is not None and webhooks.register == "service"
+    assert (webhooks.service_namespace, webhooks.service_name) == ("ops", "team-ops-webhook-service")
+    assert find(documents, "Service", "team-ops-webhook-service")["metadata"]["namespace"] == "ops"
+    registered = configurations(webhooks, b"", url=None, namespace=None)
+    assert [c["metadata"]["name"] for _, c in registered] == ["team-ops-mutating", "team-ops-validating"]
+    # and keeps its certificates in the Secret the release's Role grants by name
+    assert (webhooks.secret_namespace, webhooks.secret_name) == ("ops", "team-ops-webhook-server-cert")
+    role = find(documents, "Role", "team-ops-webhook")
+    assert ["team-ops-webhook-server-cert"] in [r.get("resourceNames") for r in role["rules"]]
+    # and the webhook ClusterRole grants exactly those configurations by name
+    cluster_role = find(documents, "ClusterRole", "team-ops-webhook")
+    names = {n for r in cluster_role["rules"] if "resourceNames" in r for n in r["resourceNames"]}
+    assert {"team-ops-mutating", "team-ops-validating"} <= names

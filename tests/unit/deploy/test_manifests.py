@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from dgd.cli.run import add_command, options
+from dgd.cli.run import Options, add_command, options
+from dgd.daemon.registration import configurations
 from dgd.messages.config import load_config
 from tests.unit.deploy.generator import DEPLOY, committed, find, generate
 
@@ -130,8 +131,12 @@ def test_an_installation_watching_two_namespaces_grants_the_same_roles_in_each()
     release = generate.RELEASE
     # when its objects are made
     documents = install.manifests()
-    # then nothing is cluster-scoped but the operator's own Namespace
-    assert {d["kind"] for d in documents if "namespace" not in d["metadata"]} == {"Namespace"}
+    # then nothing is cluster-scoped but the operator's own Namespace and its webhooks' registration
+    assert {(d["kind"], d["metadata"]["name"]) for d in documents if "namespace" not in d["metadata"]} == {
+        ("Namespace", generate.NAMESPACE),
+        ("ClusterRole", install.webhook_cluster_role_name),
+        ("ClusterRoleBinding", install.webhook_cluster_role_name),
+    }
     # and each watched namespace holds the operator's two Roles, the planner's identity and their bindings
     for namespace in install.watch:
         objects = {
@@ -185,3 +190,117 @@ def test_a_bundle_applies_in_order_into_its_namespace(bundle: str) -> None:
     # and the pod runs as the ServiceAccount the RBAC binds
     account = deployment(bundle)["spec"]["template"]["spec"]["serviceAccountName"]
     assert find(documents, "ServiceAccount", account)["metadata"]["namespace"] == generate.NAMESPACE
+
+
+def settle(documents: list[dict[str, Any]], tmp_path: Path) -> Options:
+    """What `dgd-operator run` settles from the Deployment's arguments, its config file and, when
+    cert-manager's are mounted, a certificate directory in their place."""
+    (container,) = find(documents, "Deployment", generate.RELEASE)["spec"]["template"]["spec"]["containers"]
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        find(documents, "ConfigMap", f"{generate.RELEASE}-config")["data"]["config.yaml"], encoding="utf-8"
+    )
+    places = {generate.CONFIG_PATH: str(config), generate.WEBHOOK_CERT_DIR: str(tmp_path)}
+    parser = argparse.ArgumentParser()
+    add_command(parser.add_subparsers(dest="command"))
+    return options(parser.parse_args([places.get(a, a) for a in container["args"]]))
+
+
+def granted_names(role: dict[str, Any], resource: str) -> set[str]:
+    return {name for r in role["rules"] if resource in r["resources"] for name in r.get("resourceNames", [])}
+
+
+@pytest.mark.parametrize("bundle", BUNDLES)
+def test_every_replica_serves_the_webhooks_behind_their_service_and_the_leader_registers_them_there(
+    bundle: str, tmp_path: Path
+) -> None:
+    # given a bundle, and the webhook settings its Deployment runs the daemon with
+    documents = committed(bundle)
+    settled = settle(documents, tmp_path)
+    webhooks = settled.settings.webhooks
+    assert webhooks is not None and webhooks.register == "service" and webhooks.cert_dir is None
+    spec = deployment(bundle)["spec"]
+    (container,) = spec["template"]["spec"]["containers"]
+    # then every replica serves them on the container port the webhook Service sends 443 to
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert webhooks.address == f":{ports['webhook-server']}" == f":{generate.WEBHOOK_PORT}"
+    service = find(documents, "Service", webhooks.service_name)
+    assert service["metadata"]["namespace"] == webhooks.service_namespace == generate.NAMESPACE
+    assert service["spec"]["selector"] == spec["template"]["metadata"]["labels"]
+    assert service["spec"]["ports"] == [
+        {"name": "webhook-server", "port": 443, "targetPort": "webhook-server", "protocol": "TCP"}
+    ]
+    # and the leader registers that Service in configurations named as the webhook ClusterRole names them
+    restricted = settled.config.namespace.restricted or None
+    registered = configurations(webhooks, b"", url=None, namespace=restricted)
+    for _, configuration in registered:
+        for hook in configuration["webhooks"]:
+            where = hook["clientConfig"]["service"]
+            assert (where["namespace"], where["name"]) == (generate.NAMESPACE, service["metadata"]["name"])
+            assert hook["failurePolicy"] == "Fail"
+    install = generate.RESTRICTED if restricted else generate.CLUSTER_WIDE
+    role = find(documents, "ClusterRole", install.webhook_cluster_role_name)
+    assert [c["metadata"]["name"] for _, c in registered] == [
+        *granted_names(role, "mutatingwebhookconfigurations"),
+        *granted_names(role, "validatingwebhookconfigurations"),
+    ]
+    # and its own certificates are kept in the Secret its Role lets it read and renew, in its namespace
+    secret_role = find(documents, "Role", f"{generate.RELEASE}-webhook")
+    assert secret_role["metadata"]["namespace"] == webhooks.secret_namespace == generate.NAMESPACE
+    assert granted_names(secret_role, "secrets") == {webhooks.secret_name}
+
+
+def test_with_the_webhooks_off_the_operator_serves_none_and_is_granted_nothing_for_them(
+    tmp_path: Path,
+) -> None:
+    # given an installation with the webhooks off
+    documents = generate.Install(webhook=False).manifests()
+    # then the daemon serves no webhook
+    assert settle(documents, tmp_path).settings.webhooks is None
+    (container,) = find(documents, "Deployment", generate.RELEASE)["spec"]["template"]["spec"]["containers"]
+    assert [p["name"] for p in container["ports"]] == ["metrics", "probes"]
+    # and nothing of theirs is installed: no Service, no role
+    names = {d["metadata"]["name"] for d in documents}
+    assert not {name for name in names if "webhook" in name}
+
+
+def test_with_cert_manager_the_pods_serve_the_certificate_it_makes_for_the_service(tmp_path: Path) -> None:
+    # given an installation whose webhook certificates cert-manager makes
+    install = generate.Install(cert_manager=True)
+    documents = install.manifests()
+    settled = settle(documents, tmp_path)
+    webhooks = settled.settings.webhooks
+    assert webhooks is not None and webhooks.register == "service"
+    # then the serving Certificate names the webhook Service as the API server calls it
+    serving = find(documents, "Certificate", f"{generate.RELEASE}-webhook-server")["spec"]
+    assert serving["dnsNames"] == webhooks.service_names()
+    assert webhooks.service_names()[0] == f"{install.webhook_service_name}.{generate.NAMESPACE}.svc"
+    # and its Secret is mounted, read-only, where the daemon reads tls.crt, tls.key and ca.crt
+    pod = find(documents, "Deployment", generate.RELEASE)["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    (mount,) = [m for m in container["volumeMounts"] if m["name"] == "webhook-certs"]
+    assert mount == {"name": "webhook-certs", "mountPath": generate.WEBHOOK_CERT_DIR, "readOnly": True}
+    (volume,) = [v for v in pod["volumes"] if v["name"] == "webhook-certs"]
+    assert volume["secret"]["secretName"] == serving["secretName"]
+    assert "--webhook-secret" not in container["args"]
+    # and it is signed by a CA Issuer whose CA a self-signed Issuer made
+    ca_issuer = find(documents, "Issuer", serving["issuerRef"]["name"])["spec"]["ca"]
+    ca = next(d["spec"] for d in documents if d["kind"] == "Certificate" and d["spec"].get("isCA"))
+    assert ca["secretName"] == ca_issuer["secretName"]
+    assert find(documents, "Issuer", ca["issuerRef"]["name"])["spec"] == {"selfSigned": {}}
+    # and the operator is given no Secret access for them: only the registration's ClusterRole
+    assert not [d for d in documents if d["kind"] == "Role" and d["metadata"]["name"].endswith("-webhook")]
+    assert find(documents, "ClusterRole", f"{generate.RELEASE}-webhook")
+
+
+def test_the_failure_policy_chosen_is_the_one_registered(tmp_path: Path) -> None:
+    # given an installation that lets writes through while no replica answers
+    documents = generate.Install(failure_policy="Ignore").manifests()
+    webhooks = settle(documents, tmp_path).settings.webhooks
+    assert webhooks is not None
+    # then every webhook the leader registers says so
+    registered = configurations(webhooks, b"", url=None, namespace=None)
+    assert {hook["failurePolicy"] for _, c in registered for hook in c["webhooks"]} == {"Ignore"}
+    # and an installation refuses a policy the API server does not know
+    with pytest.raises(ValueError, match="failure_policy: one of Fail, Ignore"):
+        generate.Install(failure_policy="Retry")

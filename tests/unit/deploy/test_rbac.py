@@ -11,22 +11,45 @@ the rules of every Role it writes, and ``bind`` on every ClusterRole it binds.
 
 Then each granted set must equal its derived set: a missing permission fails (the operator would be
 refused), and so does an extra one (it would hold more than it uses).
+
+The daemon runs with the webhooks of the installation's Deployment (its own certificates, registered
+through the Service): their calls are derived apart, as the roles that grant them are — the
+registration's (the webhook configurations and the CRDs' conversion, narrowed to their names), the
+certificates' Secret in the operator's namespace (narrowed to its name), and the SelfSubjectReview that
+says who the operator is, which Kubernetes grants every authenticated user (``system:basic-user``), as
+it grants API discovery (``system:discovery``): no rule of ours is needed for either.
 """
 
 from __future__ import annotations
 
+import argparse
+import base64
+import datetime
 import functools
+import random
+import time
+from contextlib import AsyncExitStack
+from pathlib import Path
 from typing import Any
 
+import anyio
 import msgspec
 import pytest
 import yaml
 
-from dgd.cluster.resources import DEFAULT_RESOURCES, Resource
+from dgd.cli.run import add_command
+from dgd.cli.run_webhooks import webhook_settings
+from dgd.cluster.memory.adapter import MemoryCluster
+from dgd.cluster.resources import CRD, DEFAULT_RESOURCES, MUTATING_WEBHOOK_CONFIGURATION, Resource
+from dgd.daemon import certificates
+from dgd.daemon.admission import WebhookService
+from dgd.daemon.registration import CONVERTED_CRDS, WebhookSettings
+from dgd.domain.admission.webhooks import AdmissionSettings
 from dgd.domain.crds import all_crds
 from dgd.messages.config import OperatorConfig, load_config
 from tests.unit.deploy.exercise import (
     OPERATOR_NS,
+    SERVED,
     USER_NS,
     Story,
     checkpointed_graphs,
@@ -37,18 +60,36 @@ from tests.unit.deploy.exercise import (
     multinode_graph,
     tampered_children,
     tampered_planner_binding,
+    webhook_certificates,
 )
 from tests.unit.deploy.generator import committed, find, generate
-from tests.unit.deploy.recording import Call, Permission, permissions
+from tests.unit.deploy.recording import Call, Permission, RecordingCluster, permissions
 
 RBAC = "rbac.authorization.k8s.io"
 LEASES = "leases"
 RELEASE = generate.RELEASE
 COMPONENT_STORIES: tuple[Story, ...] = (component_graph, legacy_claims)
 #: Every story but the checkpoints'; the planner's binding exists only in cluster-wide mode.
-RESTRICTED_STORIES: tuple[Story, ...] = (grove_graph, multinode_graph, *COMPONENT_STORIES, tampered_children)
+RESTRICTED_STORIES: tuple[Story, ...] = (
+    grove_graph,
+    multinode_graph,
+    *COMPONENT_STORIES,
+    tampered_children,
+    webhook_certificates,
+)
 ALL_STORIES: tuple[Story, ...] = (*RESTRICTED_STORIES, tampered_planner_binding)
-RESOURCES: dict[tuple[str, str], Resource[Any]] = {(r.group, r.plural): r for r in DEFAULT_RESOURCES}
+RESOURCES: dict[tuple[str, str], Resource[Any]] = {(r.group, r.plural): r for r in SERVED}
+ADMISSION, EXTENSIONS = "admissionregistration.k8s.io", "apiextensions.k8s.io"
+REGISTRATION = {
+    (ADMISSION, "mutatingwebhookconfigurations"),
+    (ADMISSION, "validatingwebhookconfigurations"),
+    (EXTENSIONS, "customresourcedefinitions"),
+}
+IDENTITY = ("authentication.k8s.io", "selfsubjectreviews")
+#: Real time, for the certificates a replica serves.
+START = time.time()
+#: The webhooks' Secret, as the committed installations name it.
+WEBHOOK_SECRET = generate.CLUSTER_WIDE.webhook_secret_name
 
 
 class Needs(msgspec.Struct, frozen=True):
@@ -63,6 +104,21 @@ class Needs(msgspec.Struct, frozen=True):
     #: the namespaces of the operator's calls (``None``: cluster-scoped or every namespace), the lease's apart
     namespaces: frozenset[str | None]
     lease_namespaces: frozenset[str | None]
+    #: the webhooks' registration: their configurations and the CRDs' conversion, by name
+    registration: frozenset[Permission]
+    #: the Secret of the operator's own webhook certificates, by name, and the namespaces it was called in
+    certificates: frozenset[Permission]
+    certificate_namespaces: frozenset[str | None]
+    #: who the operator is (a SelfSubjectReview)
+    identity: frozenset[Permission]
+
+
+def named(call: Call) -> Permission:
+    """The call's permission narrowed to the object it names, if the authorizer sees a name: a create's
+    name is in its body, so ``resourceNames`` cannot narrow it."""
+    if not call.name or call.verb == "create":
+        return call.permission
+    return msgspec.structs.replace(call.permission, name=call.name)
 
 
 def needs(calls: list[Call]) -> Needs:
@@ -72,6 +128,10 @@ def needs(calls: list[Call]) -> Needs:
     delegated: set[Permission] = set()
     namespaces: set[str | None] = set()
     lease_namespaces: set[str | None] = set()
+    registration: set[Permission] = set()
+    secret: set[Permission] = set()
+    secret_namespaces: set[str | None] = set()
+    identity: set[Permission] = set()
     for call in calls:
         permission = call.permission
         if not RESOURCES[(call.group, call.resource)].namespaced and call.name:
@@ -79,6 +139,13 @@ def needs(calls: list[Call]) -> Needs:
         if call.resource == LEASES:
             lease.add(permission)
             lease_namespaces.add(call.namespace)
+        elif (call.group, call.resource) in REGISTRATION:
+            registration.add(named(call))
+        elif (call.group, call.resource) == IDENTITY:
+            identity.add(call.permission)
+        elif call.resource == "secrets" and call.name == WEBHOOK_SECRET:
+            secret.add(named(call))
+            secret_namespaces.add(call.namespace)
         else:
             called.add(permission)
             namespaces.add(call.namespace)
@@ -96,6 +163,10 @@ def needs(calls: list[Call]) -> Needs:
         frozenset(delegated),
         frozenset(namespaces),
         frozenset(lease_namespaces),
+        frozenset(registration),
+        frozenset(secret),
+        frozenset(secret_namespaces),
+        frozenset(identity),
     )
 
 
@@ -103,6 +174,22 @@ def config(install: Any, **extra: Any) -> OperatorConfig:
     """The configuration the installation's ConfigMap gives the operator, with ``extra`` keys merged in."""
     text = install.config_map()["data"]["config.yaml"]
     return load_config(yaml.safe_dump({**yaml.safe_load(text), **extra}))
+
+
+#: Seconds the operator's own serving certificates are valid in the exercise, so that the leader renews
+#: them (at two thirds) while the stories play.
+VALIDITY = 120.0
+
+
+def webhooks(install: Any) -> WebhookSettings:
+    """The webhook settings the installation's Deployment runs the daemon with, but served on a free
+    local port and with short-lived certificates (``VALIDITY``)."""
+    (container,) = install.deployment()["spec"]["template"]["spec"]["containers"]
+    parser = argparse.ArgumentParser()
+    add_command(parser.add_subparsers(dest="command"))
+    settings = webhook_settings(parser.parse_args(container["args"]), install.namespace)
+    assert settings is not None and settings.register == "service", "the installation's webhooks are off"
+    return msgspec.structs.replace(settings, address="127.0.0.1:0", validity=VALIDITY)
 
 
 #: Cluster-wide with an ingress class, so the frontends' Ingresses are written too (any installation
@@ -114,15 +201,17 @@ INGRESS = {"ingress": {"controllerClassName": "nginx"}}
 def derived(run: str) -> Needs:
     """What the operator needs in each exercised installation (each runs once per test session)."""
     if run == "cluster-wide":
-        return needs(exercise(config(generate.CLUSTER_WIDE, **INGRESS), ALL_STORIES))
+        install = generate.CLUSTER_WIDE
+        return needs(exercise(config(install, **INGRESS), ALL_STORIES, webhooks(install)))
     if run == "checkpoint":
         install = generate.Install(checkpoint=True)
-        return needs(exercise(config(install), (checkpointed_graphs,)))
+        return needs(exercise(config(install), (checkpointed_graphs,), webhooks(install)))
     if run == "no-grove":
-        return needs(exercise(config(generate.Install(grove=False), **INGRESS), COMPONENT_STORIES))
+        install = generate.Install(grove=False)
+        return needs(exercise(config(install, **INGRESS), COMPONENT_STORIES, webhooks(install)))
     assert run == "restricted"
     install = generate.Install(watch=(USER_NS,))
-    return needs(exercise(config(install, **INGRESS), RESTRICTED_STORIES))
+    return needs(exercise(config(install, **INGRESS), RESTRICTED_STORIES, webhooks(install)))
 
 
 def granted(documents: list[dict[str, Any]], kind: str, name: str) -> frozenset[Permission]:
@@ -176,6 +265,8 @@ def test_every_operator_permission_is_bound_to_its_service_account() -> None:
         ("ClusterRoleBinding", RELEASE),
         ("ClusterRoleBinding", f"{RELEASE}-delegated"),
         ("RoleBinding", f"{RELEASE}-leader-election"),
+        ("ClusterRoleBinding", f"{RELEASE}-webhook"),
+        ("RoleBinding", f"{RELEASE}-webhook"),
     ):
         binding = find(documents, kind, name)
         assert binding["subjects"] == [account]
@@ -225,9 +316,132 @@ def test_the_restricted_roles_grant_exactly_the_calls_made_in_the_watched_namesp
     delegated = granted(documents, "Role", f"{RELEASE}-delegated")
     assert run.delegated == delegated, difference(run.delegated, delegated)
     assert run.lease == granted(documents, "Role", f"{RELEASE}-leader-election")
-    assert not [d for d in documents if d["kind"] in ("ClusterRole", "ClusterRoleBinding")]
+    # and nothing cluster-scoped is granted but the webhooks' registration (their configurations are)
+    cluster_scoped = {
+        (d["kind"], d["metadata"]["name"]) for d in documents if "namespace" not in d["metadata"]
+    }
+    webhook = generate.RESTRICTED.webhook_cluster_role_name
+    assert cluster_scoped == {("ClusterRole", webhook), ("ClusterRoleBinding", webhook)}
     roles = [d for d in documents if d["kind"] in ("Role", "RoleBinding")]
     assert {d["metadata"]["namespace"] for d in roles} == {generate.NAMESPACE}
+
+
+def test_the_webhook_cluster_role_grants_exactly_the_registration_the_leader_makes() -> None:
+    # given what the leader's registration called, cluster-wide, and the ClusterRole that grants it
+    need = derived("cluster-wide").registration
+    given = granted(committed(CLUSTER_WIDE_RBAC), "ClusterRole", f"{RELEASE}-webhook")
+    # then they are the same permissions
+    assert need == given, difference(need, given)
+    # and the configurations were made, then read and replaced by name when the CA changed
+    for kind, name in (
+        ("mutatingwebhookconfigurations", f"{RELEASE}-mutating"),
+        ("validatingwebhookconfigurations", f"{RELEASE}-validating"),
+    ):
+        assert {p for p in need if p.resource == kind} == {
+            Permission(ADMISSION, kind, "create"),
+            Permission(ADMISSION, kind, "get", name),
+            Permission(ADMISSION, kind, "update", name),
+        }
+    # and only the converted CRDs are patched (their conversion), nothing else of theirs touched
+    crds = {p for p in need if p.group == EXTENSIONS}
+    assert crds == {Permission(EXTENSIONS, "customresourcedefinitions", "patch", n) for n in CONVERTED_CRDS}
+
+
+def test_the_webhook_role_grants_exactly_the_certificate_secrets_calls_in_the_operators_namespace() -> None:
+    # given the calls on the Secret of the operator's own certificates: made, read, renewed, made anew
+    run = derived("cluster-wide")
+    given = granted(committed(CLUSTER_WIDE_RBAC), "Role", f"{RELEASE}-webhook")
+    # then they were made in the operator's namespace only, and the Role there grants exactly them
+    assert run.certificate_namespaces == {OPERATOR_NS}
+    assert run.certificates == given, difference(run.certificates, given)
+    assert find(committed(CLUSTER_WIDE_RBAC), "Role", f"{RELEASE}-webhook")["metadata"]["namespace"] == (
+        generate.NAMESPACE
+    )
+    # and the leader's renewal was among them
+    assert Permission("", "secrets", "update", WEBHOOK_SECRET) in run.certificates
+
+
+@pytest.mark.parametrize("run", ["cluster-wide", "restricted"])
+def test_who_the_operator_is_is_asked_with_a_review_every_authenticated_user_may_create(run: str) -> None:
+    # given the calls that ask the API server who the operator is
+    identity = derived(run).identity
+    # then they are one kind of call, which Kubernetes' system:basic-user grants every authenticated
+    # user (as system:discovery grants discovery): no committed role grants it
+    review = Permission("authentication.k8s.io", "selfsubjectreviews", "create")
+    assert identity == {review}
+    for path in (CLUSTER_WIDE_RBAC, RESTRICTED_RBAC):
+        for document in committed(path):
+            assert review not in permissions(document.get("rules") or []), document["metadata"]["name"]
+
+
+def test_a_restricted_leader_registers_its_own_configurations_and_leaves_the_crds_alone() -> None:
+    # given what a namespace-restricted leader's registration and certificates called
+    run = derived("restricted")
+    documents = committed(RESTRICTED_RBAC)
+    suffix = f"-{generate.NAMESPACE}"
+    # then the webhook ClusterRole grants exactly that: its configurations, named apart, and no CRD
+    given = granted(documents, "ClusterRole", f"{RELEASE}-webhook{suffix}")
+    assert run.registration == given, difference(run.registration, given)
+    assert {p.name for p in given if p.name} == {
+        f"{RELEASE}-mutating{suffix}",
+        f"{RELEASE}-validating{suffix}",
+    }
+    assert not [p for p in given if p.group == EXTENSIONS]
+    # and the Secret of its certificates is in the operator's namespace, granted there exactly
+    assert run.certificate_namespaces == {OPERATOR_NS}
+    secret = granted(documents, "Role", f"{RELEASE}-webhook")
+    assert run.certificates == secret, difference(run.certificates, secret)
+
+
+@pytest.mark.anyio
+async def test_with_cert_managers_certificates_the_operator_touches_no_secret_and_is_granted_none(
+    tmp_path: Path,
+) -> None:
+    # given an installation whose certificates cert-manager makes, mounted where its Deployment says
+    install = generate.Install(cert_manager=True)
+    now = datetime.datetime.fromtimestamp(START, datetime.UTC)
+    made = certificates.issue(WebhookSettings().service_names(), [], now=now)
+    for name, data in (("tls.crt", made.cert), ("tls.key", made.key), ("ca.crt", made.ca_cert)):
+        (tmp_path / name).write_bytes(data)
+    (container,) = install.deployment()["spec"]["template"]["spec"]["containers"]
+    args = [str(tmp_path) if a == generate.WEBHOOK_CERT_DIR else a for a in container["args"]]
+    parser = argparse.ArgumentParser()
+    add_command(parser.add_subparsers(dest="command"))
+    settings = webhook_settings(parser.parse_args(args), install.namespace)
+    assert settings is not None and settings.cert_dir == str(tmp_path)
+    cluster = MemoryCluster(resources=SERVED, rng=random.Random(5))
+    for crd in all_crds():
+        await cluster.create(CRD, crd)
+    calls: list[Call] = []
+    service = WebhookService(
+        RecordingCluster(cluster, calls),
+        msgspec.structs.replace(settings, address="127.0.0.1:0"),
+        AdmissionSettings(),
+        restricted=None,
+        wall=lambda: START,
+        converter=None,
+    )
+
+    # when a replica serves the mounted certificates and, leading, registers them
+    async with AsyncExitStack() as stack, anyio.create_task_group() as tg:
+        await service.start(stack)
+        tg.start_soon(service.run)
+        tg.start_soon(service.lead)
+        with anyio.fail_after(10):  # a guard against a hang
+            while not (await cluster.list(MUTATING_WEBHOOK_CONFIGURATION)).items:
+                await anyio.sleep(0.01)
+        tg.cancel_scope.cancel()
+
+    # then it called no Secret, and the installation grants it none: only the registration's ClusterRole
+    run = needs(calls)
+    assert run.certificates == frozenset() and not [c for c in calls if c.resource == "secrets"]
+    documents = install.rbac()
+    assert not [d for d in documents if d["metadata"]["name"] == f"{RELEASE}-webhook" and d["kind"] == "Role"]
+    given = frozenset(permissions(find(documents, "ClusterRole", f"{RELEASE}-webhook")["rules"]))
+    # the registration made its configurations (the CA came from the mounted ca.crt): granted, with the rest
+    assert run.registration <= given, difference(run.registration, given)
+    bundle = (await cluster.list(MUTATING_WEBHOOK_CONFIGURATION)).items[0]["webhooks"][0]["clientConfig"]
+    assert base64.b64decode(bundle["caBundle"]) == made.ca_cert
 
 
 def test_the_workload_cluster_roles_the_operator_binds_are_installed_with_upstreams_rules() -> None:

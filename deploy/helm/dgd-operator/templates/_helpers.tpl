@@ -144,3 +144,22 @@ fromJsonArray); empty in cluster-wide mode. Rendering fails unless each is a nam
   resources: [dynamoworkermetadatas]
   verbs: [get, list, watch, create, update, patch, delete]
 {{- end -}}
+
+{{/* The webhooks' Service, and the Secret of their serving certificate (the operator's own, or cert-manager's). */}}
+{{- define "dgd-operator.webhookService" -}}
+{{- include "dgd-operator.fullname" . }}-webhook-service
+{{- end -}}
+
+{{- define "dgd-operator.webhookSecret" -}}
+{{- include "dgd-operator.fullname" . }}-webhook-server-cert
+{{- end -}}
+
+{{/* What the API server does with a write while no replica answers the webhooks; rendering fails on
+anything but Fail or Ignore. */}}
+{{- define "dgd-operator.failurePolicy" -}}
+{{- $policy := .Values.webhook.failurePolicy -}}
+{{- if not (has $policy (list "Fail" "Ignore")) -}}
+{{- fail (printf "webhook.failurePolicy: %s is not Fail or Ignore: Fail refuses DGD, DCD and DynamoCheckpoint writes while no replica answers the webhooks, Ignore admits them unchecked" (toJson $policy)) -}}
+{{- end -}}
+{{- $policy -}}
+{{- end -}}
