@@ -36,6 +36,7 @@ from typing import Any, TextIO
 
 from dgd.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, Invalid, Usage, log_to_stderr, wire
 from dgd.cli.inputs import STDIN, BadFile, read_text, shown, writable, write_output
+from dgd.daemon.logs import LEVELS
 from dgd.domain.admission.documents import admit_document
 from dgd.domain.manifests import ManifestError
 from dgd.messages.dgd import KIND
@@ -77,6 +78,13 @@ def add_command(commands: Any) -> None:
     )
     chaos.add_argument("--jobs", type=int, default=1, metavar="J", help="worker processes (default 1)")
     chaos.add_argument(
+        "--log-level",
+        choices=LEVELS,
+        default="critical",
+        help="lowest level of the operator's own log lines on stderr (default critical: the faults a "
+        "campaign injects make the operator log errors by design; the report says what broke)",
+    )
+    chaos.add_argument(
         "--examples",
         nargs="+",
         metavar="FILE",
@@ -87,7 +95,7 @@ def add_command(commands: Any) -> None:
 
 
 def _chaos(args: argparse.Namespace) -> int:
-    log_to_stderr(logging.ERROR)
+    log_to_stderr(getattr(logging, args.log_level.upper()))
     campaign = Campaign(
         examples=_examples(args.examples),
         seeds=_positive(args.seeds, "--seeds"),
