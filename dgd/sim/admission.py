@@ -129,5 +129,5 @@ def simulated_admission(config: OperatorConfig, settings: WorldSettings) -> Admi
     return AdmissionSettings(
         grove_enabled=GROVE_GROUP_VERSION in settings.served_groups if grove is None else grove,
         operator_principal=SIMULATED_OPERATOR,
-        checkpoint_enabled=config.checkpoint.enabled,
+        checkpoint=config.checkpoint,
     )
