@@ -255,7 +255,7 @@ class WebhookService:
         logger.info(
             "admission takes %s as the operator's principal", admission.operator_principal or "nobody"
         )
-        app = webhook_app(admission, converter=self._converter)
+        app = webhook_app(admission, converter=self._converter, cluster=self._cluster)
         server = await Server.start(app, self._host, self._port, tls=self._tls.context)
         stack.push_async_callback(server.stop)
         stack.callback(self._tls.close)
@@ -300,7 +300,12 @@ class WebhookService:
                 if self.settings.register != "none" and held.ca_cert != registered:
                     url = self.url if self.settings.register == "url" else None
                     await register(
-                        self._cluster, self.settings, held.ca_cert, url=url, namespace=self._restricted
+                        self._cluster,
+                        self.settings,
+                        held.ca_cert,
+                        url=url,
+                        namespace=self._restricted,
+                        pod_restore=self._admission.checkpoint_enabled,
                     )
                     registered = held.ca_cert
             except (OSError, ValueError, ClusterError) as error:
