@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import logging
+from functools import partial
 from typing import Any, Literal
 
 import msgspec
@@ -101,6 +102,27 @@ def _rule(version: str, resource: str, operations: list[str], group: str = "nvid
     return {"apiGroups": [group], "apiVersions": [version], "operations": operations, "resources": [resource]}
 
 
+def _webhook(
+    settings: WebhookSettings,
+    url: str | None,
+    ca_bundle: bytes,
+    namespace: str | None,
+    name: str,
+    path: str,
+    rule: JSONObject,
+) -> JSONObject:
+    """One webhook of a configuration (restricted mode: selecting the namespace)."""
+    selector = {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
+    return {
+        "name": name,
+        "clientConfig": _client(settings, url, path, ca_bundle),
+        "rules": [rule],
+        "failurePolicy": settings.failure_policy,
+        **_COMMON,
+        **({"namespaceSelector": selector} if namespace else {}),
+    }
+
+
 def configurations(
     settings: WebhookSettings,
     ca_bundle: bytes,
@@ -118,23 +140,8 @@ def configurations(
         "app.kubernetes.io/part-of": "dynamo-operator",
         "nvidia.com/dynamo-operator-namespace": settings.secret_namespace,
     }
-    selector = (
-        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}}
-        if namespace
-        else {}
-    )
     dgd, dcd = "dynamographdeployments", "dynamocomponentdeployments"
-
-    def hook(name: str, path: str, rule: JSONObject) -> JSONObject:
-        return {
-            "name": name,
-            "clientConfig": _client(settings, url, path, ca_bundle),
-            "rules": [rule],
-            "failurePolicy": settings.failure_policy,
-            **_COMMON,
-            **selector,
-        }
-
+    hook = partial(_webhook, settings, url, ca_bundle, namespace)
     create_update = ["CREATE", "UPDATE"]
 
     def configuration(kind: str, role: str, webhooks: list[JSONObject]) -> JSONObject:
