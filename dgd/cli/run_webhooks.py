@@ -70,6 +70,14 @@ def add_webhook_flags(webhooks: Any) -> None:
         "the API server can reach), none (someone else does); default service in a pod, none outside",
     )
     webhooks.add_argument(
+        "--webhook-pod-restore-failure-policy",
+        choices=("Ignore", "Fail"),
+        default="Ignore",
+        help="the failurePolicy registered for the pod checkpoint-restore mutator (registered only under "
+        "the checkpoint gate): Ignore creates pods unrestored while the webhook cannot be reached, Fail "
+        "refuses every pod create meanwhile (default Ignore)",
+    )
+    webhooks.add_argument(
         "--webhook-service",
         metavar="NS/NAME",
         help="the webhook Service for service registration "
@@ -134,6 +142,7 @@ def webhook_settings(args: argparse.Namespace, namespace: str) -> WebhookSetting
         service_name=service_name,
         configuration_prefix=prefix,
         failure_policy=args.webhook_failure_policy,
+        pod_restore_failure_policy=args.webhook_pod_restore_failure_policy,
         operator_principal=args.operator_principal or None,
         validity=duration("--webhook-cert-validity", args.webhook_cert_validity),
         ca_validity=duration("--webhook-ca-validity", args.webhook_ca_validity),

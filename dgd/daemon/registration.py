@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import logging
+from functools import partial
 from typing import Any, Literal
 
 import msgspec
@@ -24,7 +25,7 @@ from dgd.cluster.resources import (
     SELF_SUBJECT_REVIEW,
     VALIDATING_WEBHOOK_CONFIGURATION,
 )
-from dgd.daemon.webhooks import CONVERSION_PATH
+from dgd.daemon.webhooks import CONVERSION_PATH, POD_RESTORE_PATH
 from dgd.messages.base import JSONObject
 
 logger = logging.getLogger("dgd.webhooks")
@@ -53,6 +54,9 @@ class WebhookSettings(msgspec.Struct, frozen=True, kw_only=True):
     #: Prefix of the configurations' names (``<prefix>-mutating``, ``<prefix>-validating``).
     configuration_prefix: str = "dynamo-operator"
     failure_policy: Literal["Fail", "Ignore"] = "Fail"
+    #: The pod checkpoint-restore mutator's (``webhook.podCheckpointRestoreFailurePolicy``): ``Ignore``
+    #: creates pods unrestored while the webhook cannot be reached, ``Fail`` holds every pod create.
+    pod_restore_failure_policy: Literal["Fail", "Ignore"] = "Ignore"
     #: Who the operator is to admission (§4.6); ``None``: asked of the API server at start.
     operator_principal: str | None = None
     #: Seconds the operator's own serving certificates are valid (renewed at two thirds).
@@ -100,33 +104,46 @@ def _rule(version: str, resource: str, operations: list[str], group: str = "nvid
     return {"apiGroups": [group], "apiVersions": [version], "operations": operations, "resources": [resource]}
 
 
+def _webhook(
+    settings: WebhookSettings,
+    url: str | None,
+    ca_bundle: bytes,
+    namespace: str | None,
+    name: str,
+    path: str,
+    rule: JSONObject,
+) -> JSONObject:
+    """One webhook of a configuration (restricted mode: selecting the namespace)."""
+    selector = {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
+    return {
+        "name": name,
+        "clientConfig": _client(settings, url, path, ca_bundle),
+        "rules": [rule],
+        "failurePolicy": settings.failure_policy,
+        **_COMMON,
+        **({"namespaceSelector": selector} if namespace else {}),
+    }
+
+
 def configurations(
-    settings: WebhookSettings, ca_bundle: bytes, *, url: str | None, namespace: str | None
+    settings: WebhookSettings,
+    ca_bundle: bytes,
+    *,
+    url: str | None,
+    namespace: str | None,
+    pod_restore: bool = False,
 ) -> list[tuple[Any, JSONObject]]:
     """The webhook configurations of supplement §4.1 for the handlers served, pointing at ``url``
-    (``url`` registration) or the Service; ``namespace``: namespace-restricted mode."""
+    (``url`` registration) or the Service; ``namespace``: namespace-restricted mode; ``pod_restore``:
+    the pod checkpoint-restore mutator too (registered under the checkpoint gate only, so a cluster
+    that restores nothing does not send every pod create to the operator)."""
     suffix = f"-{settings.secret_namespace}" if namespace else ""
     labels = {
         "app.kubernetes.io/part-of": "dynamo-operator",
         "nvidia.com/dynamo-operator-namespace": settings.secret_namespace,
     }
-    selector = (
-        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}}
-        if namespace
-        else {}
-    )
     dgd, dcd = "dynamographdeployments", "dynamocomponentdeployments"
-
-    def hook(name: str, path: str, rule: JSONObject) -> JSONObject:
-        return {
-            "name": name,
-            "clientConfig": _client(settings, url, path, ca_bundle),
-            "rules": [rule],
-            "failurePolicy": settings.failure_policy,
-            **_COMMON,
-            **selector,
-        }
-
+    hook = partial(_webhook, settings, url, ca_bundle, namespace)
     create_update = ["CREATE", "UPDATE"]
 
     def configuration(kind: str, role: str, webhooks: list[JSONObject]) -> JSONObject:
@@ -157,6 +174,10 @@ def configurations(
             },
         ],
     )
+    if pod_restore:
+        pods = _rule("v1", "pods", ["CREATE"], group="")
+        restore = hook("mpodcheckpointrestore.kb.io", POD_RESTORE_PATH, pods)
+        mutating["webhooks"].append({**restore, "failurePolicy": settings.pod_restore_failure_policy})
     validating = configuration(
         "ValidatingWebhookConfiguration",
         "validating",
@@ -198,10 +219,19 @@ def conversion_patch(settings: WebhookSettings, ca_bundle: bytes, *, url: str | 
 
 
 async def register(
-    cluster: Cluster, settings: WebhookSettings, ca_bundle: bytes, *, url: str | None, namespace: str | None
+    cluster: Cluster,
+    settings: WebhookSettings,
+    ca_bundle: bytes,
+    *,
+    url: str | None,
+    namespace: str | None,
+    pod_restore: bool = False,
 ) -> None:
-    """Write the webhook configurations and (cluster-wide) the CRDs' conversion, with ``ca_bundle``."""
-    for resource, wanted in configurations(settings, ca_bundle, url=url, namespace=namespace):
+    """Write the webhook configurations and (cluster-wide) the CRDs' conversion, with ``ca_bundle``
+    (``pod_restore``: with the pod checkpoint-restore mutator)."""
+    for resource, wanted in configurations(
+        settings, ca_bundle, url=url, namespace=namespace, pod_restore=pod_restore
+    ):
         await _create_or_replace(cluster, resource, wanted)
     if namespace is not None:
         return

@@ -132,7 +132,7 @@ class Daemon:
                 AdmissionSettings(
                     grove_enabled=bool(config.orchestrators.grove.enabled),
                     operator_principal=settings.webhooks.operator_principal,
-                    checkpoint_enabled=config.checkpoint.enabled,
+                    checkpoint=config.checkpoint,
                 ),
                 restricted=config.namespace.restricted or None,
                 wall=wall,

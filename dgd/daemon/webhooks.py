@@ -8,6 +8,14 @@ run in a worker thread so a large object never holds the event loop. A body over
 dropped connection. ``/convert`` is served in cluster-wide mode only: a namespace-restricted
 operator leaves conversion to the cluster-wide one.
 
+The pod checkpoint-restore mutator (``POD_RESTORE_PATH``, dgd-domain §10.6 (b)) needs the
+DynamoCheckpoint a candidate pod names: the pure rules say which (or answer a skip at once), the
+checkpoint is read on the loop with a GET through the cluster client (every replica serves admission,
+and only the leader runs the informers, so there is no cache to read on the others), then the rules
+answer in a worker thread. It never refuses a pod: a checkpoint that cannot be read within
+``READ_TIMEOUT``, or a failure of its own, is answered "allowed, unchanged" with the reason, as
+failurePolicy ``Ignore`` would have it.
+
 Replicas serve whether or not they lead: admission must not wait for an election.
 """
 
@@ -27,7 +35,12 @@ import anyio.to_thread
 import msgspec
 from aiohttp import web
 
+from dgd.cluster.errors import ClusterError
+from dgd.cluster.protocol import Cluster
+from dgd.cluster.resources import CHECKPOINT
+from dgd.domain.admission import pod_restore
 from dgd.domain.admission import webhooks as handlers
+from dgd.domain.admission.pod_restore import Candidate, Unavailable
 from dgd.domain.admission.webhooks import AdmissionSettings, Handler
 from dgd.messages.admission import (
     AdmissionRequest,
@@ -39,6 +52,7 @@ from dgd.messages.admission import (
     ConversionReview,
     ConversionReviewRequest,
 )
+from dgd.messages.base import JSONObject
 
 logger = logging.getLogger("dgd.webhooks")
 
@@ -46,10 +60,9 @@ logger = logging.getLogger("dgd.webhooks")
 #: object, a review carries two).
 MAX_BODY = 8 * 1024 * 1024
 
-#: Path -> handler, as upstream serves them (§4.1). Not served: the DGDR and DynamoModel handlers
-#: (kinds this operator does not manage), upstream's v1alpha1 DCD validator (no configuration points at
-#: it) and the pod checkpoint-restore mutator (not built yet: checkpoint-restore pods are shaped at
-#: render time only).
+#: Path -> handler, as upstream serves them (§4.1); the pod checkpoint-restore mutator is served apart
+#: (``POD_RESTORE_PATH``). Not served: the DGDR and DynamoModel handlers (kinds this operator does not
+#: manage) and upstream's v1alpha1 DCD validator (no configuration points at it).
 ADMISSION_PATHS: Mapping[str, Handler] = {
     "/mutate/nvidia.com/v1beta1/dynamographdeployments": handlers.mutate_dgd,
     "/validate/nvidia.com/v1beta1/dynamographdeployments": handlers.validate_dgd,
@@ -58,6 +71,9 @@ ADMISSION_PATHS: Mapping[str, Handler] = {
     "/validate-nvidia-com-v1alpha1-dynamocheckpoint": handlers.validate_checkpoint,
 }
 CONVERSION_PATH = "/convert"
+POD_RESTORE_PATH = "/mutate-core-v1-pod-checkpoint-restore"
+#: Seconds the pod restore mutator waits for its checkpoint read (the API server waits 10 s in all).
+READ_TIMEOUT = 5.0
 
 Converter = Callable[[ConversionRequest], ConversionResponse]
 Review = TypeVar("Review", AdmissionReviewRequest, ConversionReviewRequest)
@@ -99,11 +115,15 @@ def webhook_app(
     *,
     converter: Converter | None,
     paths: Mapping[str, Handler] = ADMISSION_PATHS,
+    cluster: Cluster | None = None,
 ) -> web.Application:
-    """The webhook routes (see the module); ``converter`` ``None``: no ``/convert``."""
+    """The webhook routes (see the module); ``converter`` ``None``: no ``/convert``; ``cluster``: what
+    the pod restore mutator reads checkpoints through (``None``: it is not served)."""
     app = web.Application(client_max_size=MAX_BODY)
     for path, handler in paths.items():
         app.router.add_post(path, partial(_admit, handler, settings))
+    if cluster is not None:
+        app.router.add_post(POD_RESTORE_PATH, partial(_restore, settings, cluster))
     if converter is not None:
         app.router.add_post(CONVERSION_PATH, partial(_convert, converter))
     return app
@@ -156,6 +176,55 @@ def _answer(handler: Handler, request: AdmissionRequest, settings: AdmissionSett
             "InternalError",
             "the admission webhook failed on an internal error (the operator's log has the details)",
         )
+
+
+async def _restore(settings: AdmissionSettings, cluster: Cluster, request: web.Request) -> web.Response:
+    review = await _read(request, AdmissionReviewRequest)
+    if isinstance(review, web.Response):
+        return review
+    admission = review.request
+    assert admission is not None
+    try:
+        response = await _restored(settings, cluster, admission)
+    except Exception:  # a bug here must not keep pods from being created
+        logger.exception("the pod restore mutator failed on %s", _pod_named(admission))
+        response = handlers.allowed(admission, reason="checkpoint restore mutation unavailable")
+    return _json(AdmissionReview(api_version=review.api_version, kind=review.kind, response=response))
+
+
+async def _restored(
+    settings: AdmissionSettings, cluster: Cluster, request: AdmissionRequest
+) -> AdmissionResponse:
+    """The restore mutator's answer: the rules' skip, or the checkpoint read and the rules' decision."""
+    wanted = pod_restore.candidate(request, settings)
+    if isinstance(wanted, AdmissionResponse):
+        return wanted
+    found = await read_checkpoint(cluster, wanted)
+    if isinstance(found, Unavailable):
+        logger.warning("pod %s is not restored: %s", _pod_named(request), found.why)
+    response = await anyio.to_thread.run_sync(pod_restore.mutate_pod, request, settings, found)
+    if response.patch is not None:
+        logger.info("pod %s is restored from checkpoint %s", _pod_named(request), wanted.checkpoint)
+    return response
+
+
+async def read_checkpoint(cluster: Cluster, wanted: Candidate) -> JSONObject | Unavailable:
+    """The DynamoCheckpoint a candidate pod names, read through the API, or why it could not be
+    (within ``READ_TIMEOUT``)."""
+    try:
+        with anyio.fail_after(READ_TIMEOUT):
+            found: JSONObject = await cluster.get(CHECKPOINT.key(wanted.namespace, wanted.checkpoint))
+            return found
+    except TimeoutError:
+        return Unavailable(f"the API server did not answer within {READ_TIMEOUT:g}s")
+    except ClusterError as error:
+        return Unavailable(str(error) or type(error).__name__)
+
+
+def _pod_named(request: AdmissionRequest) -> str:
+    metadata = (request.object or {}).get("metadata") or {}
+    name = request.name or metadata.get("name") or f"{metadata.get('generateName') or ''}*"
+    return f"{request.namespace}/{name}"
 
 
 async def _convert(converter: Converter, request: web.Request) -> web.Response:

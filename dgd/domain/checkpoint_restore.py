@@ -31,7 +31,7 @@ from dgd.domain.checkpoint import (
 )
 from dgd.domain.metadata_keys import COMPONENT
 from dgd.domain.pod_merge import JSON
-from dgd.messages.config import OperatorConfig
+from dgd.messages.config import CheckpointConfig, OperatorConfig
 
 _CANDIDATE_KEYS = (RESTORE_CANDIDATE, CHECKPOINT_NAME, STARTUP_POLICY)
 _PROBE_FAILURES = 1800
@@ -81,13 +81,15 @@ def restore_pod(
     labels: dict[str, str],
     annotations: dict[str, str],
     info: CheckpointInfo,
-    config: OperatorConfig,
+    config: CheckpointConfig,
 ) -> tuple[JSON, dict[str, str], dict[str, str]]:
-    """§10.6 (a): a pod spec and its metadata shaped to restore from the (ready) checkpoint."""
+    """§10.6 (a): a pod spec and its metadata shaped to restore from the (ready) checkpoint, with the
+    operator's checkpoint storage and seccomp configuration. The admission-time restore (§10.6 (b),
+    ``dgd.domain.admission.pod_restore``) shapes a pod with this same function."""
     spec = copy.deepcopy(pod_spec)
     targets = set(info.target_containers())
-    storage = config.checkpoint.storage.pvc
-    seccomp = config.checkpoint.seccomp
+    storage = config.storage.pvc
+    seccomp = config.seccomp
     if not seccomp.disabled:
         security = dict(spec.get("securityContext") or {})
         security["seccompProfile"] = {
@@ -177,7 +179,7 @@ def restore_cliques(pcs: JSON, infos: Mapping[str, CheckpointInfo], config: Oper
         if info.startup_policy == WAIT and info.ready:
             spec = clique.setdefault("spec", {})
             spec["podSpec"], labels, annotations = restore_pod(
-                spec.get("podSpec") or {}, labels, annotations, info, config
+                spec.get("podSpec") or {}, labels, annotations, info, config.checkpoint
             )
         elif info.startup_policy == IMMEDIATE and info.exists:
             annotations.update(restore_candidate(info))

@@ -64,7 +64,8 @@ class AdmissionRequest(Model, frozen=True):
 
 
 class Status(Model, frozen=True):
-    """Why a request was refused: an HTTP code, a reason word and a message (``metav1.Status``)."""
+    """Why a request was refused (or, with code 200 and ``status`` ``Success``, why one was allowed as
+    it came): an HTTP code, a reason word and a message (``metav1.Status``)."""
 
     code: int
     message: str

@@ -7,6 +7,11 @@ validation, DynamoCheckpoint validation) goes through the same handlers the daem
 a refusal is raised as the API server words it: ``admission webhook "<name>" denied the request:
 <message>``, with the handler's code and causes. So ``sim apply``, ``sim serve``, ``sim replay`` and
 chaos refuse what ``validate`` refuses, as a cluster with the webhooks installed would.
+
+Pod creates go through the pod checkpoint-restore mutator (dgd-domain §10.6 (b)) while the checkpoint
+gate is on, as the daemon registers it: a restore candidate's DynamoCheckpoint is read from the store
+as the pod is written, so a pod the simulated Grove or DCD controller creates once an ``Immediate``
+checkpoint is Ready is created restored, and the ones before it cold, as on a real cluster.
 """
 
 from __future__ import annotations
@@ -18,8 +23,10 @@ import msgspec
 
 from dgd.cluster.admission import Admission, AdmissionAttempt
 from dgd.cluster.errors import Cause, ClusterError, Invalid
-from dgd.domain.admission import json_patch
+from dgd.cluster.resources import CHECKPOINT
+from dgd.domain.admission import json_patch, pod_restore
 from dgd.domain.admission import webhooks as handlers
+from dgd.domain.admission.pod_restore import Candidate, Unavailable
 from dgd.domain.admission.webhooks import AdmissionSettings, Handler
 from dgd.messages.admission import (
     AdmissionRequest,
@@ -76,29 +83,58 @@ def _refusal(webhook: str, request: AdmissionRequest, response: AdmissionRespons
     )
 
 
+def _request(attempt: AdmissionAttempt) -> AdmissionRequest:
+    """The review the API server would send a webhook for ``attempt``."""
+    metadata = attempt.obj.get("metadata") or {}
+    kind = GroupVersionKind(group=attempt.group, version=attempt.version, kind=attempt.kind)
+    return AdmissionRequest(
+        uid="simulated",
+        kind=kind,
+        resource=GroupVersionResource(group=attempt.group, version=attempt.version, resource=attempt.plural),
+        operation=attempt.operation,
+        user_info=UserInfo(username=attempt.user),
+        request_kind=kind,
+        name=metadata.get("name"),
+        namespace=metadata.get("namespace"),
+        object=attempt.obj,
+        old_object=attempt.old,
+    )
+
+
+def _restored(attempt: AdmissionAttempt, settings: AdmissionSettings) -> JSONObject:
+    """A pod create through the pod checkpoint-restore mutator (registered for pod creates only, under
+    the checkpoint gate): reshaped, or as it came."""
+    if attempt.operation != "CREATE" or not settings.checkpoint_enabled:
+        return attempt.obj
+    request = _request(attempt)
+    wanted = pod_restore.candidate(request, settings)
+    if isinstance(wanted, AdmissionResponse):
+        return attempt.obj
+    response = pod_restore.mutate_pod(request, settings, _checkpoint(attempt, wanted))
+    return json_patch.apply(attempt.obj, json.loads(response.patch)) if response.patch else attempt.obj
+
+
+def _checkpoint(attempt: AdmissionAttempt, wanted: Candidate) -> JSONObject | Unavailable:
+    """The candidate's checkpoint as the cluster holds it while the pod is written."""
+    try:
+        found = attempt.read(CHECKPOINT, wanted.namespace, wanted.checkpoint) if attempt.read else None
+    except ClusterError as error:
+        return Unavailable(str(error))
+    if found is None:
+        return Unavailable(f"DynamoCheckpoint {wanted.namespace}/{wanted.checkpoint} not found")
+    return found
+
+
 def webhook_chain(settings: AdmissionSettings) -> Admission:
     """The ``Admission`` of a cluster with this operator's webhooks installed (see the module)."""
 
     def admit(attempt: AdmissionAttempt) -> JSONObject:
+        if (attempt.group, attempt.kind) == ("", "Pod"):
+            return _restored(attempt, settings)
         registered = _REGISTERED.get((attempt.group, attempt.kind))
         if registered is None:
             return attempt.obj
-        metadata = attempt.obj.get("metadata") or {}
-        kind = GroupVersionKind(group=attempt.group, version=attempt.version, kind=attempt.kind)
-        request = AdmissionRequest(
-            uid="simulated",
-            kind=kind,
-            resource=GroupVersionResource(
-                group=attempt.group, version=attempt.version, resource=attempt.plural
-            ),
-            operation=attempt.operation,
-            user_info=UserInfo(username=attempt.user),
-            request_kind=kind,
-            name=metadata.get("name"),
-            namespace=metadata.get("namespace"),
-            object=attempt.obj,
-            old_object=attempt.old,
-        )
+        request = _request(attempt)
         obj = attempt.obj
         if registered.mutate is not None:
             webhook, mutate = registered.mutate
@@ -129,5 +165,5 @@ def simulated_admission(config: OperatorConfig, settings: WorldSettings) -> Admi
     return AdmissionSettings(
         grove_enabled=GROVE_GROUP_VERSION in settings.served_groups if grove is None else grove,
         operator_principal=SIMULATED_OPERATOR,
-        checkpoint_enabled=config.checkpoint.enabled,
+        checkpoint=config.checkpoint,
     )

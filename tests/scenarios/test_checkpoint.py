@@ -3,7 +3,9 @@
 The TensorRT-LLM snapshot/restore example: its worker waits for its automatic checkpoint
 (``WaitForCheckpoint``) at 0 replicas, the DGD ``pending / waiting_for_checkpoint`` naming it; once
 the simulated checkpoint job made it ``Ready`` the worker starts, restored from it, and the DGD is
-``successful``. Deleting the DGD deletes the automatic checkpoints, or detaches them under ``Retain``.
+``successful``. With ``Immediate`` the worker starts cold at once, and the pods created after the
+checkpoint is ``Ready`` are restored at admission (§10.6 (b)). Deleting the DGD deletes the automatic
+checkpoints, or detaches them under ``Retain``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 import pytest
 
 from dgd.cluster.errors import NotFound
-from dgd.cluster.resources import CHECKPOINT, DCD, DGD, PCLQ, PCS, PVC
+from dgd.cluster.resources import CHECKPOINT, DCD, DGD, PCLQ, PCS, POD, PVC
 from dgd.messages.config import load_config
 from dgd.messages.dgd import ComponentCheckpointStatus
 from dgd.sim import WorldSettings
@@ -108,6 +110,70 @@ async def test_the_snapshot_restore_example_waits_for_its_checkpoint_then_succee
             assert (clique.labels or {})["nvidia.com/snapshot-checkpoint-id"] == checkpoint.checkpoint_id
             main = next(c for c in clique.spec.pod_spec["containers"] if c["name"] == "main")
             assert {"name": "DYN_SNAPSHOT_RESTORE_STANDBY", "value": "1"} in main["env"]
+
+
+async def worker_pods(stage: Stage) -> list[dict[str, Any]]:
+    """The worker's pods that are not being deleted."""
+    pods = (await stage.user.list(POD, namespace=NS)).items
+    return [
+        pod
+        for pod in pods
+        if pod["metadata"]["labels"].get("nvidia.com/dynamo-component") == WORKER
+        and not pod["metadata"].get("deletionTimestamp")
+    ]
+
+
+def restored(pod: dict[str, Any]) -> bool:
+    labels = pod["metadata"]["labels"]
+    main = next(c for c in pod["spec"]["containers"] if c["name"] == "main")
+    standby = {"name": "DYN_SNAPSHOT_RESTORE_STANDBY", "value": "1"} in (main.get("env") or [])
+    return labels.get("nvidia.com/snapshot-is-restore-target") == "true" and standby
+
+
+@pytest.mark.parametrize("pathway", PATHWAYS)
+async def test_with_immediate_startup_pods_created_after_the_checkpoint_is_ready_are_restored(
+    pathway: str,
+) -> None:
+    async with on_stage(WORLD, config=CONFIG) as stage:
+        # given the example with an Immediate checkpoint: the worker does not wait for it
+        await with_model_cache(stage)
+        name = await stage.apply(example(pathway, startupPolicy="Immediate"))
+        await stage.until_state(name, "successful", timeout=600)
+        (cold,) = await worker_pods(stage)
+        assert not restored(cold)
+
+        # when the checkpoint is Ready and the worker's pod is replaced
+        await stage.sim.run_for(180)
+        dgd = await stage.dgd(name)
+        assert dgd.status is not None and dgd.status.checkpoints is not None
+        checkpoint = dgd.status.checkpoints[WORKER]
+        assert checkpoint.ready is True
+        await stage.user.delete(POD.key(NS, cold["metadata"]["name"]))
+        await stage.sim.run_for(60)
+
+        # then the new pod was restored from it at admission, its candidate annotations gone
+        (new,) = await worker_pods(stage)
+        assert new["metadata"]["name"] != cold["metadata"]["name"]
+        assert restored(new)
+        assert new["metadata"]["labels"]["nvidia.com/snapshot-checkpoint-id"] == checkpoint.checkpoint_id
+        assert "nvidia.com/dynamo-checkpoint-restore-candidate" not in new["metadata"]["annotations"]
+        # and the workload's template only marks candidates: the shaping was admission's
+        assert (await template_annotations(stage, pathway))[
+            "nvidia.com/dynamo-checkpoint-restore-candidate"
+        ] == ("true")
+
+
+async def template_annotations(stage: Stage, pathway: str) -> dict[str, str]:
+    """The annotations of the worker's pod template (its clique, or its DCD's template)."""
+    if pathway == "grove":
+        (pcs,) = (await stage.user.list(PCS, namespace=NS)).items
+        clique = next(c for c in pcs.spec.template.cliques if c.name == WORKER.lower())
+        return clique.annotations or {}
+    dcd = next(d for d in (await stage.user.list(DCD, namespace=NS)).items if d.spec.name == WORKER)
+    annotations: dict[str, str] = ((dcd.spec.pod_template or {}).get("metadata") or {}).get(
+        "annotations"
+    ) or {}
+    return annotations
 
 
 @pytest.mark.parametrize("policy", ["Delete", "Retain"])

@@ -324,8 +324,14 @@ class ApiServer:
             obj=new,
             old=old,
             user=user,
+            read=self._read,
         )
         return self.admission(attempt)
+
+    def _read(self, resource: Resource[Any], namespace: str | None, name: str) -> JSONObject | None:
+        """What the store holds now (admission's reads, atomic with the write they admit)."""
+        stored = self.store.get(self.key(resource, namespace, name))
+        return stored.thaw() if stored is not None else None
 
     def _write(self, resource: Resource[Any], current: Stored, new: JSONObject) -> Stored:
         validate(resource, new)

@@ -6,5 +6,6 @@ and :mod:`~dgd.domain.admission.components` (the validating webhook and CEL rule
 (any manifest document, for ``validate``); for the webhook beyond create: :mod:`~dgd.domain.admission.update`
 (DGD updates, with :mod:`~dgd.domain.admission.component_updates` shared with DCDs and
 :mod:`~dgd.domain.admission.principals` for the exempt requesters), :mod:`~dgd.domain.admission.dcd` and
-:mod:`~dgd.domain.admission.checkpoint`.
+:mod:`~dgd.domain.admission.checkpoint`; the pod checkpoint-restore mutator:
+:mod:`~dgd.domain.admission.pod_restore`.
 """

@@ -10,8 +10,9 @@ and the simulation calls the same functions. What each answers:
 * **DGD validation** (``validate_dgd``): §4.4 on create and §4.5 on update, every independent error
   at once, refused with the API server's own shape (422 ``Invalid``: ``DynamoGraphDeployment.nvidia.com
   "<name>" is invalid: [<path>: <message>, …]``, one cause per field), warnings as warnings;
-* DCD defaulting and validation, DynamoCheckpoint validation, the pod checkpoint-restore mutator
-  (§4.7).
+* DCD defaulting and validation, DynamoCheckpoint validation (§4.7); the pod checkpoint-restore
+  mutator (§4.7, dgd-domain §10.6 (b)) is ``dgd.domain.admission.pod_restore``: it needs the
+  checkpoint its pod names read first, so it is not a ``Handler``.
 
 Every DGD and DCD handler first checks that it is called with v1beta1 (§4.1): anything else means the
 webhook or the CRD's conversion is misconfigured, and is refused saying so.
@@ -43,7 +44,7 @@ from dgd.messages.admission import (
     Status,
 )
 from dgd.messages.base import JSONObject
-from dgd.messages.config import COMPATIBLE_UPSTREAM_VERSION
+from dgd.messages.config import COMPATIBLE_UPSTREAM_VERSION, CheckpointConfig
 from dgd.messages.dcd import DynamoComponentDeployment
 from dgd.messages.dgd import DynamoGraphDeployment
 
@@ -56,24 +57,36 @@ V1BETA1 = "v1beta1"
 class AdmissionSettings(msgspec.Struct, frozen=True, kw_only=True):
     """What admission depends on besides the request: the Grove gate, the version written as the
     origin of new DGDs, the operator's own principal (``system:serviceaccount:NS:NAME``, or the user
-    its credentials authenticate as; ``None``: unknown) and the checkpoint gate."""
+    its credentials authenticate as; ``None``: unknown) and the effective checkpoint configuration
+    (its ``enabled`` is the checkpoint gate; its storage and seccomp shape restored pods)."""
 
     grove_enabled: bool = True
     operator_version: str = COMPATIBLE_UPSTREAM_VERSION
     operator_principal: str | None = None
-    checkpoint_enabled: bool = False
+    checkpoint: CheckpointConfig = CheckpointConfig()
+
+    @property
+    def checkpoint_enabled(self) -> bool:
+        """The checkpoint gate."""
+        return self.checkpoint.enabled
 
 
 Handler = Callable[[AdmissionRequest, AdmissionSettings], AdmissionResponse]
 
 
 def allowed(
-    request: AdmissionRequest, *, warnings: Sequence[str] = (), patch: list[JSONObject] | None = None
+    request: AdmissionRequest,
+    *,
+    warnings: Sequence[str] = (),
+    patch: list[JSONObject] | None = None,
+    reason: str | None = None,
 ) -> AdmissionResponse:
-    """Admit the request, with warnings and (a mutating webhook's) changes."""
+    """Admit the request, with warnings, (a mutating webhook's) changes and why (``reason``: the
+    message of a code 200 status, as controller-runtime's ``admission.Allowed(reason)`` answers)."""
     return AdmissionResponse(
         uid=request.uid,
         allowed=True,
+        status=Status(code=200, message=reason, status="Success") if reason else None,
         patch=json.dumps(patch).encode() if patch else None,  # base64 on the wire: msgspec encodes bytes so
         patch_type="JSONPatch" if patch else None,
         warnings=list(warnings) or None,

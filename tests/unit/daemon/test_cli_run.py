@@ -44,6 +44,7 @@ FLAGS = (
     "--log-level",
     "--shutdown-timeout",
     "--instance",
+    "--webhook-pod-restore-failure-policy",
 )
 
 
@@ -161,6 +162,24 @@ def test_without_flags_leader_election_is_on_with_the_documented_durations() -> 
     assert settled.settings.timing.retry_period == 2.0
     assert settled.settings.shutdown_timeout == 30.0
     assert (settled.log_format, settled.log_level) == ("json", "info")
+
+
+def test_the_pod_restore_failure_policy_is_ignore_unless_the_flag_says_fail(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # when the flag is left out, or says Fail
+    default = settle_flags().settings.webhooks
+    failing = settle_flags("--webhook-pod-restore-failure-policy", "Fail").settings.webhooks
+
+    # then the pod mutator is registered Ignore, or Fail; the other webhooks keep theirs
+    assert default is not None and failing is not None
+    assert (default.pod_restore_failure_policy, failing.pod_restore_failure_policy) == ("Ignore", "Fail")
+    assert failing.failure_policy == "Fail"
+    # and anything else is refused, naming the choices
+    with pytest.raises(SystemExit) as exit:
+        settle_flags("--webhook-pod-restore-failure-policy", "ignore")
+    assert exit.value.code == 2
+    assert "invalid choice: 'ignore' (choose from" in capsys.readouterr().err
 
 
 @pytest.mark.anyio

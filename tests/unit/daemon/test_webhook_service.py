@@ -20,12 +20,19 @@ import pytest
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 
+from dgd.cluster.errors import NotFound
 from dgd.cluster.memory.adapter import MemoryCluster
-from dgd.cluster.resources import SECRET
-from dgd.daemon import admission, certificates
+from dgd.cluster.resources import (
+    DEFAULT_RESOURCES,
+    MUTATING_WEBHOOK_CONFIGURATION,
+    SECRET,
+    VALIDATING_WEBHOOK_CONFIGURATION,
+)
+from dgd.daemon import admission, certificate_sources, certificates
 from dgd.daemon.admission import WebhookService
 from dgd.daemon.registration import WebhookSettings, configurations, conversion_patch
 from dgd.domain.admission.webhooks import AdmissionSettings
+from dgd.messages.config import CheckpointConfig
 
 pytestmark = pytest.mark.anyio
 
@@ -36,7 +43,11 @@ START = time.time()
 
 @pytest.fixture(autouse=True)
 def quick_reloads(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(admission, "RELOAD", 0.02)
+    monkeypatch.setattr(certificate_sources, "RELOAD", 0.02)
+
+
+#: What admission depends on, for a replica with the checkpoint gate off.
+OPERATOR = AdmissionSettings(operator_principal="op")
 
 
 class Wall:
@@ -49,12 +60,15 @@ class Wall:
 
 @asynccontextmanager
 async def replica(
-    cluster: MemoryCluster, wall: Wall, settings: WebhookSettings
+    cluster: MemoryCluster,
+    wall: Wall,
+    settings: WebhookSettings,
+    admission_settings: AdmissionSettings = OPERATOR,
 ) -> AsyncIterator[WebhookService]:
     service = WebhookService(
         cluster,
         settings,
-        AdmissionSettings(operator_principal="op"),
+        admission_settings,
         restricted=None,
         wall=wall,
         converter=None,
@@ -82,7 +96,7 @@ def memory() -> MemoryCluster:
 
 async def held(cluster: MemoryCluster) -> certificates.Certificates:
     secret = await cluster.get(SECRET.key(NS, WebhookSettings().secret_name))
-    found = admission.from_secret(secret)
+    found = certificate_sources.from_secret(secret)
     assert found is not None
     return found
 
@@ -158,14 +172,12 @@ async def test_a_ca_rotation_registers_old_and_new_together_so_every_served_cert
 ) -> None:
     registered: list[bytes] = []
 
-    async def register(
-        cluster: object, settings: WebhookSettings, bundle: bytes, *, url: object, namespace: object
-    ) -> None:
+    async def register(cluster: object, settings: WebhookSettings, bundle: bytes, **where: object) -> None:
         registered.append(bundle)
 
     monkeypatch.setattr(admission, "register", register)
     # reloads slow enough that a replica still serving the old certificate would be seen
-    monkeypatch.setattr(admission, "RELOAD", 0.2)
+    monkeypatch.setattr(certificate_sources, "RELOAD", 0.2)
     cluster, wall = memory(), Wall()
     # given a CA and a serving certificate made 35 minutes ago, both valid for 50: the CA is due
     wall.now = START - 2100
@@ -184,7 +196,7 @@ async def test_a_ca_rotation_registers_old_and_new_together_so_every_served_cert
         async def lead_half_a_period_after_the_reloads() -> None:
             # Two processes' timers fall apart; in one loop they would run in step, and a replica
             # left serving the old certificate could hide between them.
-            await anyio.sleep(admission.RELOAD / 2)
+            await anyio.sleep(certificate_sources.RELOAD / 2)
             await leader.lead()
 
         async with anyio.create_task_group() as tg:
@@ -322,3 +334,78 @@ def test_namespace_restricted_registration_selects_the_namespace_and_names_itsel
             "path": "/mutate/nvidia.com/v1beta1/dynamographdeployments",
         }
     }
+
+
+def test_under_the_checkpoint_gate_the_pod_restore_mutator_is_registered_for_pod_creates() -> None:
+    settings = WebhookSettings(secret_namespace=NS)
+
+    (_, mutating), (_, validating) = configurations(settings, b"", url=None, namespace=None, pod_restore=True)
+
+    # then it comes last in the mutating configuration, for pod creates only, and Ignore by default
+    *others, restore = mutating["webhooks"]
+    assert [hook["name"] for hook in others] == [
+        "mdynamographdeployment.kb.io",
+        "mdynamocomponentdeploymentv1beta1.kb.io",
+    ]
+    assert restore == {
+        "name": "mpodcheckpointrestore.kb.io",
+        "clientConfig": {
+            "service": {
+                "namespace": "dynamo-system",
+                "name": "dynamo-operator-webhook-service",
+                "path": "/mutate-core-v1-pod-checkpoint-restore",
+            }
+        },
+        "rules": [
+            {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}
+        ],
+        "failurePolicy": "Ignore",
+        "admissionReviewVersions": ["v1"],
+        "sideEffects": "None",
+        "timeoutSeconds": 10,
+    }
+    # and the other webhooks keep their own failure policy
+    assert {hook["failurePolicy"] for hook in others + validating["webhooks"]} == {"Fail"}
+
+
+def test_the_pod_restore_failure_policy_is_the_flags_and_restricted_mode_selects_the_namespace() -> None:
+    settings = WebhookSettings(secret_namespace="team-a-operator", pod_restore_failure_policy="Fail")
+
+    (_, mutating), _ = configurations(settings, b"", url=None, namespace="team-a", pod_restore=True)
+
+    restore = mutating["webhooks"][-1]
+    assert (restore["name"], restore["failurePolicy"]) == ("mpodcheckpointrestore.kb.io", "Fail")
+    assert restore["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "team-a"}}
+
+
+@pytest.mark.parametrize("gate", [True, False])
+async def test_the_leader_registers_the_pod_restore_mutator_only_under_the_checkpoint_gate(
+    gate: bool,
+) -> None:
+    # given a cluster serving the webhook configurations
+    cluster = MemoryCluster(
+        resources=(*DEFAULT_RESOURCES, MUTATING_WEBHOOK_CONFIGURATION, VALIDATING_WEBHOOK_CONFIGURATION),
+        clock=lambda: START,
+        rng=random.Random(3),
+        namespaces=(NS,),
+    )
+    wall = Wall()
+    settings = WebhookSettings(address="127.0.0.1:0", secret_namespace=NS, register="service")
+    gated = AdmissionSettings(operator_principal="op", checkpoint=CheckpointConfig(enabled=gate))
+    key = MUTATING_WEBHOOK_CONFIGURATION.key(None, "dynamo-operator-mutating")
+
+    # when the leader of replicas with the checkpoint gate on (or off) has registered the webhooks
+    async with replica(cluster, wall, settings, gated) as leader, anyio.create_task_group() as tg:
+        tg.start_soon(leader.lead)
+        with anyio.fail_after(10):  # a guard against a hang, not a timing claim
+            while True:
+                try:
+                    registered = await cluster.get(key)
+                    break
+                except NotFound:
+                    await anyio.sleep(0.02)
+        tg.cancel_scope.cancel()
+
+    # then the pod mutator is in the mutating configuration exactly when the gate is on
+    names = [hook["name"] for hook in registered["webhooks"]]
+    assert ("mpodcheckpointrestore.kb.io" in names) is gate

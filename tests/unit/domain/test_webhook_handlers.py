@@ -17,6 +17,7 @@ from dgd.domain.admission.webhooks import (
     validate_dgd,
 )
 from dgd.messages.admission import AdmissionRequest, AdmissionResponse
+from dgd.messages.config import CheckpointConfig
 from tests.unit.domain.dgd_cases import small_dgd
 
 SETTINGS = AdmissionSettings(
@@ -150,4 +151,5 @@ def test_checkpoints_are_refused_while_the_checkpoint_gate_is_off() -> None:
         'DynamoCheckpoint.nvidia.com "demo" is invalid: spec: checkpoint functionality is disabled in the '
         "operator configuration"
     )
-    assert validate_checkpoint(review, msgspec.structs.replace(SETTINGS, checkpoint_enabled=True)).allowed
+    gate_on = msgspec.structs.replace(SETTINGS, checkpoint=CheckpointConfig(enabled=True))
+    assert validate_checkpoint(review, gate_on).allowed
