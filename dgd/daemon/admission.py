@@ -41,7 +41,7 @@ class WebhookService:
         settings: WebhookSettings,
         admission: AdmissionSettings,
         *,
-        restricted: str | None,
+        restricted: tuple[str, ...],
         wall: Callable[[], float],
         converter: Converter | None,
     ) -> None:
@@ -49,7 +49,7 @@ class WebhookService:
         self.settings = settings
         self._admission = admission
         self._restricted = restricted
-        self._converter = converter if restricted is None else None
+        self._converter = None if restricted else converter
         self._tls = TLS()
         self._held: Certificates | None = None
         self._certified = anyio.Event()
@@ -136,7 +136,7 @@ class WebhookService:
                         self.settings,
                         held.bundle,
                         url=url,
-                        namespace=self._restricted,
+                        namespaces=self._restricted,
                         pod_restore=self._admission.checkpoint_enabled,
                     )
                     registered = held.bundle

@@ -108,21 +108,29 @@ def _webhook(
     settings: WebhookSettings,
     url: str | None,
     ca_bundle: bytes,
-    namespace: str | None,
+    namespaces: tuple[str, ...],
     name: str,
     path: str,
     rule: JSONObject,
 ) -> JSONObject:
-    """One webhook of a configuration (restricted mode: selecting the namespace)."""
-    selector = {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
+    """One webhook of a configuration (restricted mode: selecting the watched namespaces)."""
     return {
         "name": name,
         "clientConfig": _client(settings, url, path, ca_bundle),
         "rules": [rule],
         "failurePolicy": settings.failure_policy,
         **_COMMON,
-        **({"namespaceSelector": selector} if namespace else {}),
+        **({"namespaceSelector": namespace_selector(namespaces)} if namespaces else {}),
     }
+
+
+def namespace_selector(namespaces: tuple[str, ...]) -> JSONObject:
+    """The namespace selector of a restricted operator's webhooks: upstream's ``matchLabels`` for its one
+    namespace; for an operator watching several (``run --namespace A --namespace B``), each of them."""
+    key = "kubernetes.io/metadata.name"
+    if len(namespaces) == 1:
+        return {"matchLabels": {key: namespaces[0]}}
+    return {"matchExpressions": [{"key": key, "operator": "In", "values": list(namespaces)}]}
 
 
 def configurations(
@@ -130,20 +138,21 @@ def configurations(
     ca_bundle: bytes,
     *,
     url: str | None,
-    namespace: str | None,
+    namespaces: tuple[str, ...],
     pod_restore: bool = False,
 ) -> list[tuple[Any, JSONObject]]:
     """The webhook configurations of supplement §4.1 for the handlers served, pointing at ``url``
-    (``url`` registration) or the Service; ``namespace``: namespace-restricted mode; ``pod_restore``:
+    (``url`` registration) or the Service; ``namespaces``: those a namespace-restricted operator watches
+    (empty: cluster-wide); ``pod_restore``:
     the pod checkpoint-restore mutator too (registered under the checkpoint gate only, so a cluster
     that restores nothing does not send every pod create to the operator)."""
-    suffix = f"-{settings.secret_namespace}" if namespace else ""
+    suffix = f"-{settings.secret_namespace}" if namespaces else ""
     labels = {
         "app.kubernetes.io/part-of": "dynamo-operator",
         "nvidia.com/dynamo-operator-namespace": settings.secret_namespace,
     }
     dgd, dcd = "dynamographdeployments", "dynamocomponentdeployments"
-    hook = partial(_webhook, settings, url, ca_bundle, namespace)
+    hook = partial(_webhook, settings, url, ca_bundle, namespaces)
     create_update = ["CREATE", "UPDATE"]
 
     def configuration(kind: str, role: str, webhooks: list[JSONObject]) -> JSONObject:
@@ -224,16 +233,16 @@ async def register(
     ca_bundle: bytes,
     *,
     url: str | None,
-    namespace: str | None,
+    namespaces: tuple[str, ...],
     pod_restore: bool = False,
 ) -> None:
     """Write the webhook configurations and (cluster-wide) the CRDs' conversion, with ``ca_bundle``
     (``pod_restore``: with the pod checkpoint-restore mutator)."""
     for resource, wanted in configurations(
-        settings, ca_bundle, url=url, namespace=namespace, pod_restore=pod_restore
+        settings, ca_bundle, url=url, namespaces=namespaces, pod_restore=pod_restore
     ):
         await _create_or_replace(cluster, resource, wanted)
-    if namespace is not None:
+    if namespaces:
         return
     patch = conversion_patch(settings, ca_bundle, url=url)
     for name in CONVERTED_CRDS:

@@ -134,7 +134,8 @@ class Daemon:
                     operator_principal=settings.webhooks.operator_principal,
                     checkpoint=config.checkpoint,
                 ),
-                restricted=config.namespace.restricted or None,
+                restricted=settings.namespaces
+                or ((config.namespace.restricted,) if config.namespace.restricted else ()),
                 wall=wall,
                 converter=CONVERTER,
             )

@@ -37,7 +37,7 @@ def test_the_charts_webhook_flags_settle_into_the_webhook_settings() -> None:
     assert (webhooks.service_namespace, webhooks.service_name) == ("ops", "team-ops-webhook-service")
     assert (webhooks.secret_namespace, webhooks.secret_name) == ("ops", "team-ops-webhook-server-cert")
     # and the configurations registered are named after the release and let writes through while down
-    registered = configurations(webhooks, b"", url=None, namespace=None)
+    registered = configurations(webhooks, b"", url=None, namespaces=())
     assert [c["metadata"]["name"] for _, c in registered] == ["team-ops-mutating", "team-ops-validating"]
     policies = {hook["failurePolicy"] for _, c in registered for hook in c["webhooks"]}
     assert policies == {"Ignore"}

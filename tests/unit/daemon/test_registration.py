@@ -65,9 +65,9 @@ async def test_the_configurations_are_created_then_replaced_when_the_ca_changes(
     cluster = await cluster_with_crds()
 
     # when the leader registers with one CA, then with another (the CA Secret was replaced)
-    await register(cluster, SETTINGS, FIRST_CA, url=None, namespace=None)
+    await register(cluster, SETTINGS, FIRST_CA, url=None, namespaces=())
     first = await bundles(cluster, "team-ops")
-    await register(cluster, SETTINGS, SECOND_CA, url=None, namespace=None)
+    await register(cluster, SETTINGS, SECOND_CA, url=None, namespaces=())
     second = await bundles(cluster, "team-ops")
 
     # then both configurations, named after the prefix, first carried the first CA, then the second
@@ -89,7 +89,7 @@ async def test_each_converted_crds_conversion_points_at_the_service_with_the_ca(
     cluster = await cluster_with_crds()
 
     # when a cluster-wide leader registers
-    await register(cluster, SETTINGS, FIRST_CA, url=None, namespace=None)
+    await register(cluster, SETTINGS, FIRST_CA, url=None, namespaces=())
 
     # then the three converted CRDs call this release's Service at /convert, trusting the CA
     for name in CONVERTED_CRDS:
@@ -109,7 +109,7 @@ async def test_a_namespace_restricted_leader_registers_its_own_configurations_an
     before = {name: await cluster.get(CRD.key(None, name)) for name in CONVERTED_CRDS}
 
     # when a leader restricted to team-a registers
-    await register(cluster, SETTINGS, FIRST_CA, url=None, namespace="team-a")
+    await register(cluster, SETTINGS, FIRST_CA, url=None, namespaces=("team-a",))
 
     # then its configurations carry the release namespace after their names, and no CRD changed
     names = {c["metadata"]["name"] for c in (await cluster.list(MUTATING_WEBHOOK_CONFIGURATION)).items}

@@ -69,7 +69,7 @@ async def replica(
         cluster,
         settings,
         admission_settings,
-        restricted=None,
+        restricted=(),
         wall=wall,
         converter=None,
     )
@@ -269,7 +269,7 @@ def test_url_registration_points_every_webhook_and_the_conversion_at_the_address
     bundle = b"-----BEGIN CERTIFICATE-----\n...\n"
 
     (_, mutating), (_, validating) = configurations(
-        settings, bundle, url="https://127.0.0.1:9443", namespace=None
+        settings, bundle, url="https://127.0.0.1:9443", namespaces=()
     )
 
     assert (mutating["metadata"]["name"], validating["metadata"]["name"]) == (
@@ -322,7 +322,7 @@ def test_url_registration_points_every_webhook_and_the_conversion_at_the_address
 def test_namespace_restricted_registration_selects_the_namespace_and_names_itself_apart() -> None:
     settings = WebhookSettings(secret_namespace="team-a-operator")
 
-    (_, mutating), _ = configurations(settings, b"", url=None, namespace="team-a")
+    (_, mutating), _ = configurations(settings, b"", url=None, namespaces=("team-a",))
 
     assert mutating["metadata"]["name"] == "dynamo-operator-mutating-team-a-operator"
     hook = mutating["webhooks"][0]
@@ -336,10 +336,27 @@ def test_namespace_restricted_registration_selects_the_namespace_and_names_itsel
     }
 
 
+def test_an_operator_watching_several_namespaces_selects_each_of_them() -> None:
+    settings = WebhookSettings(secret_namespace="teams-operator")
+
+    # when a restricted operator watches two namespaces (run --namespace team-a --namespace team-b)
+    registered = configurations(settings, b"", url=None, namespaces=("team-a", "team-b"))
+
+    # then every webhook selects both, and nothing else
+    selector = {
+        "matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["team-a", "team-b"]}
+        ]
+    }
+    assert [hook["namespaceSelector"] for _, c in registered for hook in c["webhooks"]] == [selector] * sum(
+        len(c["webhooks"]) for _, c in registered
+    )
+
+
 def test_under_the_checkpoint_gate_the_pod_restore_mutator_is_registered_for_pod_creates() -> None:
     settings = WebhookSettings(secret_namespace=NS)
 
-    (_, mutating), (_, validating) = configurations(settings, b"", url=None, namespace=None, pod_restore=True)
+    (_, mutating), (_, validating) = configurations(settings, b"", url=None, namespaces=(), pod_restore=True)
 
     # then it comes last in the mutating configuration, for pod creates only, and Ignore by default
     *others, restore = mutating["webhooks"]
@@ -371,7 +388,7 @@ def test_under_the_checkpoint_gate_the_pod_restore_mutator_is_registered_for_pod
 def test_the_pod_restore_failure_policy_is_the_flags_and_restricted_mode_selects_the_namespace() -> None:
     settings = WebhookSettings(secret_namespace="team-a-operator", pod_restore_failure_policy="Fail")
 
-    (_, mutating), _ = configurations(settings, b"", url=None, namespace="team-a", pod_restore=True)
+    (_, mutating), _ = configurations(settings, b"", url=None, namespaces=("team-a",), pod_restore=True)
 
     restore = mutating["webhooks"][-1]
     assert (restore["name"], restore["failurePolicy"]) == ("mpodcheckpointrestore.kb.io", "Fail")

@@ -242,7 +242,7 @@ def test_a_release_names_its_webhook_service_configurations_and_secret_after_its
     assert webhooks is not None and webhooks.register == "service"
     assert (webhooks.service_namespace, webhooks.service_name) == ("ops", "team-ops-webhook-service")
     assert find(documents, "Service", "team-ops-webhook-service")["metadata"]["namespace"] == "ops"
-    registered = configurations(webhooks, b"", url=None, namespace=None)
+    registered = configurations(webhooks, b"", url=None, namespaces=())
     assert [c["metadata"]["name"] for _, c in registered] == ["team-ops-mutating", "team-ops-validating"]
     # and keeps its certificates in the Secret the release's Role grants by name
     assert (webhooks.secret_namespace, webhooks.secret_name) == ("ops", "team-ops-webhook-server-cert")

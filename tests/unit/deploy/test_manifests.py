@@ -231,8 +231,8 @@ def test_every_replica_serves_the_webhooks_behind_their_service_and_the_leader_r
         {"name": "webhook-server", "port": 443, "targetPort": "webhook-server", "protocol": "TCP"}
     ]
     # and the leader registers that Service in configurations named as the webhook ClusterRole names them
-    restricted = settled.config.namespace.restricted or None
-    registered = configurations(webhooks, b"", url=None, namespace=restricted)
+    restricted = settled.config.namespace.restricted
+    registered = configurations(webhooks, b"", url=None, namespaces=(restricted,) if restricted else ())
     for _, configuration in registered:
         for hook in configuration["webhooks"]:
             where = hook["clientConfig"]["service"]
@@ -299,7 +299,7 @@ def test_the_failure_policy_chosen_is_the_one_registered(tmp_path: Path) -> None
     webhooks = settle(documents, tmp_path).settings.webhooks
     assert webhooks is not None
     # then every webhook the leader registers says so
-    registered = configurations(webhooks, b"", url=None, namespace=None)
+    registered = configurations(webhooks, b"", url=None, namespaces=())
     assert {hook["failurePolicy"] for _, c in registered for hook in c["webhooks"]} == {"Ignore"}
     # and an installation refuses a policy the API server does not know
     with pytest.raises(ValueError, match="failure_policy: one of Fail, Ignore"):

@@ -417,7 +417,7 @@ async def test_with_cert_managers_certificates_the_operator_touches_no_secret_an
         RecordingCluster(cluster, calls),
         msgspec.structs.replace(settings, address="127.0.0.1:0"),
         AdmissionSettings(),
-        restricted=None,
+        restricted=(),
         wall=lambda: START,
         converter=None,
     )
