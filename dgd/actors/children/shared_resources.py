@@ -144,8 +144,17 @@ class SharedResources(Actor[EnsureShared]):
             why = "ensure it is created by Helm before deploying components"
             raise _Missing(f'cluster role "{role}" does not exist: {why}')
         account, binding = planner_rbac(namespace, role)
-        if await self._reader.get(SERVICE_ACCOUNT.key(namespace, account["metadata"]["name"])) is None:
-            await self._syncer.create(SERVICE_ACCOUNT, account, owner=owner)
+        # Every DGD of the namespace ensures the same two objects: one at a time, so only the first
+        # creates them and the others find them (in the cache, which observed the create).
+        account_name, binding_name = account["metadata"]["name"], binding["metadata"]["name"]
+        async with self._syncer.exclusive(SERVICE_ACCOUNT, namespace, account_name):
+            if await self._reader.get(SERVICE_ACCOUNT.key(namespace, account_name)) is None:
+                await self._syncer.create(SERVICE_ACCOUNT, account, owner=owner)
+        async with self._syncer.exclusive(ROLE_BINDING, namespace, binding_name):
+            await self._planner_binding(namespace, binding, owner)
+        return [f"ServiceAccount {account['metadata']['name']}", f"RoleBinding {binding['metadata']['name']}"]
+
+    async def _planner_binding(self, namespace: str, binding: JSON, owner: DynamoGraphDeployment) -> None:
         live = await self._reader.get(ROLE_BINDING.key(namespace, binding["metadata"]["name"]))
         if live is None:
             await self._syncer.create(ROLE_BINDING, binding, owner=owner)
@@ -155,7 +164,6 @@ class SharedResources(Actor[EnsureShared]):
             await self._syncer.create(ROLE_BINDING, binding, owner=owner)
         elif live.get("subjects") != binding["subjects"]:
             await self._syncer.replace(ROLE_BINDING, {**live, "subjects": binding["subjects"]}, owner=owner)
-        return [f"ServiceAccount {account['metadata']['name']}", f"RoleBinding {binding['metadata']['name']}"]
 
     async def _legacy_pvcs(self, dgd: DynamoGraphDeployment, owner: DynamoGraphDeployment) -> list[str]:
         names = []
@@ -180,6 +188,18 @@ class SharedResources(Actor[EnsureShared]):
 
     async def _mpi_secret(self, namespace: str, owner: DynamoGraphDeployment) -> list[str]:
         name, source = self._config.mpi.ssh_secret_name, self._config.mpi.ssh_secret_namespace
+        # One key pair per cluster, replicated per namespace: made and copied by one DGD at a time.
+        async with self._syncer.exclusive(SECRET, source, name):
+            original = await self._source_secret(source, name, owner)
+        if namespace != source:
+            async with self._syncer.exclusive(SECRET, namespace, name):
+                if await self._reader.get(SECRET.key(namespace, name)) is None:
+                    data = dict(original.get("data") or {})
+                    replica = mpi_secret(name, namespace, data, original.get("type"))
+                    await self._syncer.create(SECRET, replica, owner=owner)
+        return [f"Secret {name}"]
+
+    async def _source_secret(self, source: str, name: str, owner: DynamoGraphDeployment) -> JSON:
         original = await self._reader.get(SECRET.key(source, name))
         if original is None:
             # Made off the event loop (the source's guarantee): a key is ~0.1 s of CPU.
@@ -188,16 +208,13 @@ class SharedResources(Actor[EnsureShared]):
                 PRIVATE_KEY: base64.b64encode(pair.private_pem.encode()).decode("ascii"),
                 PUBLIC_KEY: base64.b64encode(pair.public_openssh.encode()).decode("ascii"),
             }
-            # Another DGD may create it first: then that one is the key pair.
+            # Someone else (another operator, a user) may create it first: then that one is the key pair.
             original = await self._syncer.create(SECRET, mpi_secret(name, source, data), owner=owner)
             if original is None:
                 original = await self._reader.get(SECRET.key(source, name))
             if original is None:
                 raise _Missing(f"Secret {source}/{name} vanished while it was being created")
-        if namespace != source and await self._reader.get(SECRET.key(namespace, name)) is None:
-            replica = mpi_secret(name, namespace, dict(original.get("data") or {}), original.get("type"))
-            await self._syncer.create(SECRET, replica, owner=owner)
-        return [f"Secret {name}"]
+        return original
 
 
 class _Missing(Exception):
