@@ -85,7 +85,9 @@ class Syncer:
         self._turns: dict[tuple[str, str | None, str], _Turns] = {}
 
     @asynccontextmanager
-    async def exclusive(self, resource: Resource[Any], namespace: str | None, name: str) -> AsyncIterator[None]:
+    async def exclusive(
+        self, resource: Resource[Any], namespace: str | None, name: str
+    ) -> AsyncIterator[None]:
         """Hold the object ``namespace/name`` of ``resource`` for one reconcile at a time (FIFO), across
         every DGD of this operator: for objects no one DGD owns, read and created by whichever comes
         first. The lock is dropped once nobody holds or waits for it."""

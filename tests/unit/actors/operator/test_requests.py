@@ -20,10 +20,11 @@ from dgd.cluster.protocol import Cluster
 from dgd.cluster.proxy import APICall, ClusterProxy
 from dgd.cluster.resources import DGD
 from dgd.domain.admission.defaulting import WORKLOAD_PROVIDER
+from dgd.domain.gates import Gates
 from dgd.domain.worker_generation import CURRENT_WORKER_HASH_V2
 from dgd.messages.dgd import DynamoGraphDeployment
 
-from .harness import NS, manifest, running_operator
+from .harness import manifest, running_operator
 
 pytestmark = pytest.mark.anyio
 
@@ -133,3 +134,26 @@ async def test_an_operator_starting_over_existing_dgds_reads_no_child_from_the_a
         answered = recorded[0].answered
         assert _refused(answered, "NotFound") == {}
         assert _refused(answered, "AlreadyExists") == {}
+
+
+async def test_a_new_dgd_on_the_component_pathway_has_its_own_metadata_written_in_one_patch() -> None:
+    # Given the operator watching a cluster without Grove (DGDs run on DCDs).
+    recorded: list[AnsweredRequests] = []
+
+    def record(inner: Cluster) -> Cluster:
+        recorded.append(AnsweredRequests(inner))
+        return recorded[-1]
+
+    async with running_operator(proxy=record, gates=Gates(grove=False)) as harness:
+        # When a DGD is created and reconciled (its DCDs written).
+        await harness.apply(manifest())
+        await harness.advance(1.0)
+
+        # Then its finalizer, workload provider and worker hash were written by one metadata patch.
+        dgd = await harness.dgd()
+        assert FINALIZER in (dgd.metadata.finalizers or [])
+        annotations = dgd.metadata.annotations or {}
+        assert annotations[WORKLOAD_PROVIDER] == "component"
+        assert annotations[CURRENT_WORKER_HASH_V2]
+        assert recorded[0].answered["create DynamoComponentDeployment ok"] == 2
+        assert recorded[0].answered["patch DynamoGraphDeployment ok"] == 1
