@@ -65,6 +65,8 @@ _BY_KIND: dict[str, Resource[JSON]] = {
 
 #: Seconds a planner ClusterRole found to exist is taken to exist without reading it again.
 ROLE_CHECK_PERIOD = 60.0
+#: Seconds an MPI key Secret (the source or a replica) found to exist is taken to exist.
+SECRET_CHECK_PERIOD = 60.0
 
 
 class SharedEnsured(msgspec.Struct, frozen=True):
@@ -188,33 +190,47 @@ class SharedResources(Actor[EnsureShared]):
 
     async def _mpi_secret(self, namespace: str, owner: DynamoGraphDeployment) -> list[str]:
         name, source = self._config.mpi.ssh_secret_name, self._config.mpi.ssh_secret_namespace
-        # One key pair per cluster, replicated per namespace: made and copied by one DGD at a time.
+        now = self.context.clock.now()
+        # One key pair per cluster, replicated per namespace, each made by one DGD at a time. Secrets
+        # are not watched: one found (or made) is taken to exist for SECRET_CHECK_PERIOD by every DGD
+        # (one deleted is made again that much later), instead of two GETs per reconcile.
+        made: JSON | None = None
         async with self._syncer.exclusive(SECRET, source, name):
-            original = await self._source_secret(source, name, owner)
+            if not await self._reader.exists(
+                SECRET.key(source, name), now=now, fresh_for=SECRET_CHECK_PERIOD
+            ):
+                made = await self._make_source(source, name, owner)
+                self._reader.found(SECRET.key(source, name), now=now)
         if namespace != source:
             async with self._syncer.exclusive(SECRET, namespace, name):
-                if await self._reader.get(SECRET.key(namespace, name)) is None:
-                    data = dict(original.get("data") or {})
-                    replica = mpi_secret(name, namespace, data, original.get("type"))
-                    await self._syncer.create(SECRET, replica, owner=owner)
+                key = SECRET.key(namespace, name)
+                if not await self._reader.exists(key, now=now, fresh_for=SECRET_CHECK_PERIOD):
+                    await self._replicate(made, source, namespace, name, owner)
+                    self._reader.found(key, now=now)
         return [f"Secret {name}"]
 
-    async def _source_secret(self, source: str, name: str, owner: DynamoGraphDeployment) -> JSON:
-        original = await self._reader.get(SECRET.key(source, name))
+    async def _make_source(self, source: str, name: str, owner: DynamoGraphDeployment) -> JSON | None:
+        """Generate the key pair and create its Secret; ``None`` if someone else (another operator, a
+        user) created it first: then theirs is the key pair."""
+        # Made off the event loop (the source's guarantee): a key is ~0.1 s of CPU.
+        pair = await self._keys()
+        data = {
+            PRIVATE_KEY: base64.b64encode(pair.private_pem.encode()).decode("ascii"),
+            PUBLIC_KEY: base64.b64encode(pair.public_openssh.encode()).decode("ascii"),
+        }
+        return await self._syncer.create(SECRET, mpi_secret(name, source, data), owner=owner)
+
+    async def _replicate(
+        self, made: JSON | None, source: str, namespace: str, name: str, owner: DynamoGraphDeployment
+    ) -> None:
+        # The key pair as stored (read fresh, since it is copied), unless this reconcile just made it.
+        original = made
         if original is None:
-            # Made off the event loop (the source's guarantee): a key is ~0.1 s of CPU.
-            pair = await self._keys()
-            data = {
-                PRIVATE_KEY: base64.b64encode(pair.private_pem.encode()).decode("ascii"),
-                PUBLIC_KEY: base64.b64encode(pair.public_openssh.encode()).decode("ascii"),
-            }
-            # Someone else (another operator, a user) may create it first: then that one is the key pair.
-            original = await self._syncer.create(SECRET, mpi_secret(name, source, data), owner=owner)
-            if original is None:
-                original = await self._reader.get(SECRET.key(source, name))
-            if original is None:
-                raise _Missing(f"Secret {source}/{name} vanished while it was being created")
-        return original
+            original = await self._reader.get(SECRET.key(source, name))
+        if original is None:
+            raise _Missing(f"Secret {source}/{name} vanished while it was being replicated")
+        replica = mpi_secret(name, namespace, dict(original.get("data") or {}), original.get("type"))
+        await self._syncer.create(SECRET, replica, owner=owner)
 
 
 class _Missing(Exception):

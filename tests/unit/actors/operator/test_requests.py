@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 import pytest
@@ -47,6 +47,21 @@ class AnsweredRequests(ClusterProxy):
             raise
         self.answered[f"{what} ok"] += 1
         return result
+
+
+class Finished:
+    """Counts the reconciles that finished, by DGD name."""
+
+    def __init__(self, counts: Counter[str]) -> None:
+        self.counts = counts
+
+    def reconcile_started(self, controller: str, namespace: str, name: str) -> None:
+        pass
+
+    def reconcile_finished(
+        self, controller: str, namespace: str, name: str, result: str, seconds: float
+    ) -> None:
+        self.counts[name] += 1
 
 
 def _refused(answered: Counter[str], answer: str) -> dict[str, int]:
@@ -157,3 +172,45 @@ async def test_a_new_dgd_on_the_component_pathway_has_its_own_metadata_written_i
         assert annotations[CURRENT_WORKER_HASH_V2]
         assert recorded[0].answered["create DynamoComponentDeployment ok"] == 2
         assert recorded[0].answered["patch DynamoGraphDeployment ok"] == 1
+
+
+def _multinode(name: str) -> dict[str, Any]:
+    document = manifest(name=name)
+    document["spec"]["components"][1]["multinode"] = {"nodeCount": 2}
+    return document
+
+
+async def test_multinode_graphs_created_at_once_make_one_key_secret_and_read_it_once_a_period() -> None:
+    # Given a cluster without the MPI key Secret, and four multinode graphs created in one namespace at once.
+    recorded: list[AnsweredRequests] = []
+
+    def record(inner: Cluster) -> Cluster:
+        recorded.append(AnsweredRequests(inner))
+        return recorded[-1]
+
+    finished: Counter[str] = Counter()
+    reconciles = Finished(finished)
+
+    async with running_operator(proxy=record, mpi_secret=False, reconciles=reconciles) as harness:
+        names = [f"graph-{i}" for i in range(4)]
+        for name in names:
+            await harness.cluster.create(DGD, msgspec.convert(_multinode(name), DynamoGraphDeployment))
+        await harness.settle()
+
+        # Then the key Secret and its replica were each created once, and no create was refused.
+        answered = recorded[0].answered
+        assert answered["create Secret ok"] == 2
+        assert _refused(answered, "AlreadyExists") == {}
+        # And each was read only by the first graph, to learn it was missing (Secrets are not watched).
+        assert answered["get Secret NotFound"] == 2
+        assert answered["get Secret ok"] == 0
+
+        # When every graph reconciles again within the period.
+        before, runs = answered.copy(), finished.copy()
+        for name in names:
+            harness.nudge(name)
+        await harness.advance(1.0)
+
+        # Then each one ran, and none read a Secret again.
+        assert finished - runs == Counter(names)
+        assert answered - before == Counter()
