@@ -226,6 +226,7 @@ class DGDActor(Reconciler):
                 await self._persist_quietly(dgd, self._failed(dgd, FAILED_TO_HANDLE_FINALIZER, str(error)))
                 return Outcome.RETRY
         else:
+            # Finalized already (by an earlier operator) but without a provider: that alone.
             dgd = await self._dgd_writer.record(dgd, adopted)
         # The program of the provider, once; then its status, once, and only then its events.
         result = await program.reconcile(dgd)

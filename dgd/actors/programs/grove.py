@@ -177,8 +177,10 @@ class GroveProgram(WorkloadProgram):
         infos: Mapping[str, CheckpointInfo],
     ) -> ReconcileResult:
         # 1. Plan the worker-hash transition (reads only): a new generation turns on the hash suffix.
-        annotations = dict(result.dgd.metadata.annotations or {})
-        plan = plan_unmanaged(annotations, desired_hash, running=observed is not None)
+        # Until a PodCliqueSet exists, the hash recorded names no generation that ran.
+        plan = plan_unmanaged(
+            dict(result.dgd.metadata.annotations or {}), desired_hash, running=observed is not None
+        )
         gated = gated_components(infos)
         stamps = restart.stamps()
         extra = msgspec.json.encode((stamps, sorted(infos.items())))
