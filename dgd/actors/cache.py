@@ -2,8 +2,11 @@
 
 Informers (``dgd.actors.informer``) are the only writers of what they watch; an actor that wrote an
 object through the port may also ``observe`` the server's answer, so its next read does not see
-an older version than its own write (a newer version is never replaced by an older one). Reads
-never touch the API for a cached kind; ``Reader`` falls back to the API for the kinds nobody watches.
+an older version than its own write (a newer version is never replaced by an older one). ``Reader``
+answers a watched kind from the cache once its informer finished its first list: the cache is then
+authoritative, for an absence too, and no read of it touches the API. Before that first list, only
+what the cache holds is answered from it (an absence is not known yet: the API is asked); the kinds
+nobody watches are read from the API.
 
 Everything runs on one event loop and every method is synchronous, so a read is always one
 consistent snapshot of one object.
@@ -250,10 +253,17 @@ class Reader:
     def cache(self) -> Cache:
         return self._cache
 
+    def _answers(self, resource: Resource[Any]) -> bool:
+        """Whether the cache answers every read of ``resource``, "not found" included: a watched kind
+        whose informer finished its first list."""
+        return self._cache.caches(resource) and self._cache.synced(resource)
+
     async def get(self, key: ObjectKey[T]) -> T | None:
         """The object, or ``None`` when it does not exist (API errors other than NotFound raise)."""
         if self._cache.caches(key.resource):
-            return self._cache.get(key.resource, key.namespace, key.name)
+            cached = self._cache.get(key.resource, key.namespace, key.name)
+            if cached is not None or self._cache.synced(key.resource):
+                return cached
         try:
             return await self._cluster.get(key)
         except NotFound:
@@ -264,7 +274,7 @@ class Reader:
         ``fresh_for`` seconds before ``now`` is reused (shared by every reconciler): a vanished object
         is then noticed that much later, and an object that exists costs one read per period instead
         of one per reconcile. "No" is never reused."""
-        if self._cache.caches(key.resource):
+        if self._answers(key.resource):
             return self._cache.get(key.resource, key.namespace, key.name) is not None
         memo = (str(key.resource), key.namespace, key.name)
         seen = self._found.get(memo)
@@ -277,15 +287,21 @@ class Reader:
             self._found.pop(memo, None)
         return found
 
+    def found(self, key: ObjectKey[Any], *, now: float) -> None:
+        """Record that an object of a kind not watched exists as of ``now`` (its caller just created
+        it, or saw it created), for ``exists``."""
+        if not self._cache.caches(key.resource):
+            self._found[(str(key.resource), key.namespace, key.name)] = now
+
     async def controlled_by(self, resource: Resource[T], namespace: str, uid: str | None) -> list[T]:
         """Objects of ``resource`` in ``namespace`` that the object ``uid`` controls."""
-        if self._cache.caches(resource):
+        if self._answers(resource):
             return self._cache.controlled_by(resource, uid)
         listed = (await self._cluster.list(resource, namespace=namespace)).items
         return [obj for obj in listed if uid is not None and _controller_uid(obj) == uid]
 
     async def list(self, resource: Resource[T], namespace: str) -> list[T]:
         """Objects of ``resource`` in ``namespace``."""
-        if self._cache.caches(resource):
+        if self._answers(resource):
             return self._cache.list(resource, namespace)
         return (await self._cluster.list(resource, namespace=namespace)).items

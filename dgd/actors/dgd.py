@@ -6,9 +6,10 @@ A reconcile reads the DGD from the cache and follows the outer reconciler in ord
 2. an unknown workload provider fails terminally (``unsupported_workload_provider``);
 3. a DGD that fails validation (admission may never have seen it) gets ``failed``/``invalid_spec``
    with every message, and nothing else is written; otherwise the workload provider annotation is
-   adopted or chosen, and written once with a resourceVersion precondition (§4.1);
-4. the checkpoint compatibility preflight;
-5. the finalizer;
+   adopted or chosen (§4.1);
+4. the checkpoint compatibility preflight (a DGD it fails has its provider recorded, then the status);
+5. the finalizer, written with the provider and the program's first annotations (its worker hash) in
+   one merge patch with a resourceVersion precondition: a new DGD's metadata is written once;
 6. the selected program, run once (its children are started on first use: a DGD runs only the
    children of its pathway);
 7. the status, written once, only if it changed, with the resourceVersion held; then the events
@@ -201,25 +202,34 @@ class DGDActor(Reconciler):
         if problems:
             await self._persist(dgd, self._failed(dgd, INVALID_SPEC, "; ".join(problems)))
             return Outcome.WAIT
-        if provider is None:
-            dgd = await self._adopt_provider(dgd)
-            provider = stored_provider(dgd) or ""
+        # The provider chosen now is recorded with the finalizer below: one write of a new DGD.
+        adopted = {WORKLOAD_PROVIDER: await self._adopt_provider(dgd)} if provider is None else {}
+        provider = provider or adopted[WORKLOAD_PROVIDER]
         # Checkpoint compatibility, before the finalizer is added: the user must fix the spec.
         incompatible = checkpoint_preflight(dgd)
         if incompatible:
+            dgd = await self._dgd_writer.record(dgd, adopted)
             await self._persist(dgd, self._failed(dgd, FAILED_TO_RECONCILE, "; ".join(incompatible)))
             return Outcome.WAIT
-        # The finalizer, so a deletion waits for our cleanup.
+        program = await self._program(provider)
+        # The finalizer, so a deletion waits for our cleanup, with what the program records first.
         if FINALIZER not in (dgd.metadata.finalizers or []):
             try:
-                dgd = await self._dgd_writer.set_finalizers(
-                    dgd, [*(dgd.metadata.finalizers or []), FINALIZER]
+                dgd = await self._dgd_writer.record(
+                    dgd,
+                    {**adopted, **program.initial_annotations(dgd)},
+                    [*(dgd.metadata.finalizers or []), FINALIZER],
                 )
             except ClusterError as error:
+                if adopted:
+                    raise  # the provider is not recorded either: retried without a status
                 await self._persist_quietly(dgd, self._failed(dgd, FAILED_TO_HANDLE_FINALIZER, str(error)))
                 return Outcome.RETRY
+        else:
+            # Finalized already (by an earlier operator) but without a provider: that alone.
+            dgd = await self._dgd_writer.record(dgd, adopted)
         # The program of the provider, once; then its status, once, and only then its events.
-        result = await (await self._program(provider)).reconcile(dgd)
+        result = await program.reconcile(dgd)
         await self._persist(result.dgd, result.status, result.events)
         if result.failure is None:
             if result.wake is not None:
@@ -250,20 +260,20 @@ class DGDActor(Reconciler):
         errors = sorted(validate_create(checked, grove_enabled=grove), key=_field_order)
         return [str(error) for error in errors]
 
-    async def _adopt_provider(self, dgd: DynamoGraphDeployment) -> DynamoGraphDeployment:
+    async def _adopt_provider(self, dgd: DynamoGraphDeployment) -> str:
+        """The workload provider of a DGD that records none yet (§4.1); not written here."""
         namespace = dgd.metadata.namespace or ""
         uid = dgd.metadata.uid
         try:
             podcliquesets = [p.metadata for p in await self._reader.controlled_by(PCS, namespace, uid)]
         except NotFound:
             podcliquesets = []  # the cluster does not serve Grove: no PodCliqueSet can exist
-        provider = adopt_provider(
+        return adopt_provider(
             dgd,
             podcliquesets=podcliquesets,
             component_deployments=[d.metadata for d in await self._reader.controlled_by(DCD, namespace, uid)],
             grove_enabled=self._config.orchestrators.grove.enabled is True,
         )
-        return await self._dgd_writer.annotate(dgd, {WORKLOAD_PROVIDER: provider})
 
     async def _program(self, provider: str) -> Program:
         """The program of ``provider``, its children started on first use (a DGD's provider never

@@ -45,6 +45,25 @@ class DGDWriter:
             return dgd
         return await self._patch(dgd, {"annotations": effective})
 
+    async def record(
+        self,
+        dgd: DynamoGraphDeployment,
+        annotations: Mapping[str, str | None],
+        finalizers: list[str] | None = None,
+    ) -> DynamoGraphDeployment:
+        """Set (``None``: remove) annotations and, if given, replace the finalizer list, in one merge
+        patch; no write when nothing changes."""
+        current = dgd.metadata.annotations or {}
+        metadata: dict[str, object] = {}
+        effective = {key: value for key, value in annotations.items() if current.get(key) != value}
+        if effective:
+            metadata["annotations"] = effective
+        if finalizers is not None and finalizers != (dgd.metadata.finalizers or []):
+            metadata["finalizers"] = finalizers or None
+        if not metadata:
+            return dgd
+        return await self._patch(dgd, metadata)
+
     async def set_finalizers(
         self, dgd: DynamoGraphDeployment, finalizers: list[str]
     ) -> DynamoGraphDeployment:

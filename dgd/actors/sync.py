@@ -9,13 +9,19 @@ refused write records a Warning and raises. What the server answered goes into t
 next read is never older than the write.
 
 Objects are written as raw JSON, so fields the operator does not model are never dropped.
+
+Objects several DGDs share (a namespace's planner RBAC, the MPI key Secret) are checked and created
+under ``Syncer.exclusive``: one reconcile at a time per object, so the second finds what the first
+created (in the cache, where its answer was observed) instead of racing it into an AlreadyExists.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar, cast
 
+import anyio
 import msgspec
 
 from dgd.actors.cache import Cache
@@ -60,6 +66,14 @@ def decode(resource: Resource[T], raw: JSON) -> T:
     return cast("T", msgspec.convert(raw, resource.model))
 
 
+class _Turns:
+    """The lock of one shared object, and how many reconciles hold it or wait for it."""
+
+    def __init__(self) -> None:
+        self.lock = anyio.Lock()
+        self.users = 0
+
+
 class Syncer:
     """Writes children of DGDs: SyncResource, deletion of children no longer rendered, plain creates."""
 
@@ -67,6 +81,28 @@ class Syncer:
         self._cluster = cluster
         self._cache = cache
         self._recorder = recorder
+        # (resource, namespace, name) -> the turns of the reconciles that ensure that shared object.
+        self._turns: dict[tuple[str, str | None, str], _Turns] = {}
+
+    @asynccontextmanager
+    async def exclusive(
+        self, resource: Resource[Any], namespace: str | None, name: str
+    ) -> AsyncIterator[None]:
+        """Hold the object ``namespace/name`` of ``resource`` for one reconcile at a time (FIFO), across
+        every DGD of this operator: for objects no one DGD owns, read and created by whichever comes
+        first. The lock is dropped once nobody holds or waits for it."""
+        key = (str(resource), namespace, name)
+        turns = self._turns.get(key)
+        if turns is None:
+            turns = self._turns[key] = _Turns()
+        turns.users += 1
+        try:
+            async with turns.lock:
+                yield
+        finally:
+            turns.users -= 1
+            if not turns.users:
+                del self._turns[key]
 
     async def sync(
         self, resource: Resource[T], desired: JSON, live: T | None, *, owner: DynamoGraphDeployment

@@ -3,7 +3,10 @@
 The DGD records the worker generation it runs in two controller-owned annotations:
 ``nvidia.com/current-worker-hash-v2`` (the v2 hash) and the legacy ``nvidia.com/current-worker-hash``.
 On Grove the plan is computed before rendering (a changed generation turns on the worker-hash
-suffix of the PodCliqueSet) and committed only after the PodCliqueSet write succeeded.
+suffix of the PodCliqueSet) and committed only after the PodCliqueSet write succeeded. A DGD that
+records nothing yet gets its first v2 hash with its finalizer, in the one metadata write of its
+creation (``initial_worker_hash``); until its PodCliqueSet exists, that hash names no running
+generation, so a different one replaces it as a new initialization, not as a changed generation.
 """
 
 from __future__ import annotations
@@ -44,11 +47,23 @@ def _matches(annotations: Mapping[str, str], desired: str) -> bool:
     return v1 == desired_v1
 
 
-def plan_unmanaged(annotations: Mapping[str, str], desired: str) -> WorkerHashPlan:
-    """§12.7 plan: initialize when nothing is recorded; a completed generation when it changed."""
+def initial_worker_hash(annotations: Mapping[str, str], desired: str) -> dict[str, str]:
+    """The annotations a DGD that records no worker hash yet is created with: v2 = ``desired``."""
+    v1, v2 = annotations.get(CURRENT_WORKER_HASH), annotations.get(CURRENT_WORKER_HASH_V2)
+    return {} if v1 or v2 else {CURRENT_WORKER_HASH_V2: desired}
+
+
+def plan_unmanaged(annotations: Mapping[str, str], desired: str, *, running: bool = True) -> WorkerHashPlan:
+    """§12.7 plan: initialize when nothing is recorded; a completed generation when it changed.
+
+    ``running``: whether the workload (the PodCliqueSet) exists. A v2-only hash recorded before the
+    workload was first written (``initial_worker_hash``) names no generation that ran: it is
+    initialized again, never counted as a changed generation."""
     v1, v2 = annotations.get(CURRENT_WORKER_HASH), annotations.get(CURRENT_WORKER_HASH_V2)
     if not v1 and not v2:
         return WorkerHashPlan({CURRENT_WORKER_HASH_V2: desired})
+    if not v1 and not running:
+        return WorkerHashPlan({} if v2 == desired else {CURRENT_WORKER_HASH_V2: desired})
     if _matches(annotations, desired):
         return WorkerHashPlan({})
     # A completed generation on v2: the legacy v1 name is dropped.

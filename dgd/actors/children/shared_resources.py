@@ -65,6 +65,8 @@ _BY_KIND: dict[str, Resource[JSON]] = {
 
 #: Seconds a planner ClusterRole found to exist is taken to exist without reading it again.
 ROLE_CHECK_PERIOD = 60.0
+#: Seconds an MPI key Secret (the source or a replica) found to exist is taken to exist.
+SECRET_CHECK_PERIOD = 60.0
 
 
 class SharedEnsured(msgspec.Struct, frozen=True):
@@ -144,8 +146,17 @@ class SharedResources(Actor[EnsureShared]):
             why = "ensure it is created by Helm before deploying components"
             raise _Missing(f'cluster role "{role}" does not exist: {why}')
         account, binding = planner_rbac(namespace, role)
-        if await self._reader.get(SERVICE_ACCOUNT.key(namespace, account["metadata"]["name"])) is None:
-            await self._syncer.create(SERVICE_ACCOUNT, account, owner=owner)
+        # Every DGD of the namespace ensures the same two objects: one at a time, so only the first
+        # creates them and the others find them (in the cache, which observed the create).
+        account_name, binding_name = account["metadata"]["name"], binding["metadata"]["name"]
+        async with self._syncer.exclusive(SERVICE_ACCOUNT, namespace, account_name):
+            if await self._reader.get(SERVICE_ACCOUNT.key(namespace, account_name)) is None:
+                await self._syncer.create(SERVICE_ACCOUNT, account, owner=owner)
+        async with self._syncer.exclusive(ROLE_BINDING, namespace, binding_name):
+            await self._planner_binding(namespace, binding, owner)
+        return [f"ServiceAccount {account['metadata']['name']}", f"RoleBinding {binding['metadata']['name']}"]
+
+    async def _planner_binding(self, namespace: str, binding: JSON, owner: DynamoGraphDeployment) -> None:
         live = await self._reader.get(ROLE_BINDING.key(namespace, binding["metadata"]["name"]))
         if live is None:
             await self._syncer.create(ROLE_BINDING, binding, owner=owner)
@@ -155,7 +166,6 @@ class SharedResources(Actor[EnsureShared]):
             await self._syncer.create(ROLE_BINDING, binding, owner=owner)
         elif live.get("subjects") != binding["subjects"]:
             await self._syncer.replace(ROLE_BINDING, {**live, "subjects": binding["subjects"]}, owner=owner)
-        return [f"ServiceAccount {account['metadata']['name']}", f"RoleBinding {binding['metadata']['name']}"]
 
     async def _legacy_pvcs(self, dgd: DynamoGraphDeployment, owner: DynamoGraphDeployment) -> list[str]:
         names = []
@@ -180,24 +190,47 @@ class SharedResources(Actor[EnsureShared]):
 
     async def _mpi_secret(self, namespace: str, owner: DynamoGraphDeployment) -> list[str]:
         name, source = self._config.mpi.ssh_secret_name, self._config.mpi.ssh_secret_namespace
-        original = await self._reader.get(SECRET.key(source, name))
-        if original is None:
-            # Made off the event loop (the source's guarantee): a key is ~0.1 s of CPU.
-            pair = await self._keys()
-            data = {
-                PRIVATE_KEY: base64.b64encode(pair.private_pem.encode()).decode("ascii"),
-                PUBLIC_KEY: base64.b64encode(pair.public_openssh.encode()).decode("ascii"),
-            }
-            # Another DGD may create it first: then that one is the key pair.
-            original = await self._syncer.create(SECRET, mpi_secret(name, source, data), owner=owner)
-            if original is None:
-                original = await self._reader.get(SECRET.key(source, name))
-            if original is None:
-                raise _Missing(f"Secret {source}/{name} vanished while it was being created")
-        if namespace != source and await self._reader.get(SECRET.key(namespace, name)) is None:
-            replica = mpi_secret(name, namespace, dict(original.get("data") or {}), original.get("type"))
-            await self._syncer.create(SECRET, replica, owner=owner)
+        now = self.context.clock.now()
+        # One key pair per cluster, replicated per namespace, each made by one DGD at a time. Secrets
+        # are not watched: one found (or made) is taken to exist for SECRET_CHECK_PERIOD by every DGD
+        # (one deleted is made again that much later), instead of two GETs per reconcile.
+        made: JSON | None = None
+        async with self._syncer.exclusive(SECRET, source, name):
+            if not await self._reader.exists(
+                SECRET.key(source, name), now=now, fresh_for=SECRET_CHECK_PERIOD
+            ):
+                made = await self._make_source(source, name, owner)
+                self._reader.found(SECRET.key(source, name), now=now)
+        if namespace != source:
+            async with self._syncer.exclusive(SECRET, namespace, name):
+                key = SECRET.key(namespace, name)
+                if not await self._reader.exists(key, now=now, fresh_for=SECRET_CHECK_PERIOD):
+                    await self._replicate(made, source, namespace, name, owner)
+                    self._reader.found(key, now=now)
         return [f"Secret {name}"]
+
+    async def _make_source(self, source: str, name: str, owner: DynamoGraphDeployment) -> JSON | None:
+        """Generate the key pair and create its Secret; ``None`` if someone else (another operator, a
+        user) created it first: then theirs is the key pair."""
+        # Made off the event loop (the source's guarantee): a key is ~0.1 s of CPU.
+        pair = await self._keys()
+        data = {
+            PRIVATE_KEY: base64.b64encode(pair.private_pem.encode()).decode("ascii"),
+            PUBLIC_KEY: base64.b64encode(pair.public_openssh.encode()).decode("ascii"),
+        }
+        return await self._syncer.create(SECRET, mpi_secret(name, source, data), owner=owner)
+
+    async def _replicate(
+        self, made: JSON | None, source: str, namespace: str, name: str, owner: DynamoGraphDeployment
+    ) -> None:
+        # The key pair as stored (read fresh, since it is copied), unless this reconcile just made it.
+        original = made
+        if original is None:
+            original = await self._reader.get(SECRET.key(source, name))
+        if original is None:
+            raise _Missing(f"Secret {source}/{name} vanished while it was being replicated")
+        replica = mpi_secret(name, namespace, dict(original.get("data") or {}), original.get("type"))
+        await self._syncer.create(SECRET, replica, owner=owner)
 
 
 class _Missing(Exception):

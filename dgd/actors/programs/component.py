@@ -57,6 +57,7 @@ from dgd.domain.render.template_defaults import template_metadata
 from dgd.domain.restart import RestartState, carried_stamps
 from dgd.domain.roles import has_multinode
 from dgd.domain.rollout import Hashes, merged_status, targets
+from dgd.domain.worker_generation import initial_worker_hash
 from dgd.messages.component import WORKER_TYPES
 from dgd.messages.dcd import DynamoComponentDeployment
 from dgd.messages.dgd import DynamoGraphDeployment
@@ -82,6 +83,20 @@ class ComponentProgram(WorkloadProgram):
         self._clock = clock
         self._deadline = progress_deadline
         self._rollout = rollout
+
+    def initial_annotations(self, dgd: DynamoGraphDeployment) -> dict[str, str]:
+        """The first worker hash, which the rollout step would record before any DCD (§8.1 step 1
+        initialization), for the metadata write of the DGD's creation: nothing for a multinode graph
+        (its hash is committed after its DCDs, §12.7) or a spec whose run fails before that step."""
+        defaulted = default_in_memory(dgd, grove_enabled=False)
+        if has_multinode(defaulted):
+            return {}
+        try:
+            self.refuse_unsupported(defaulted, keep=lambda problem: problem.path.endswith(_MULTINODE_FIELD))
+            desired = self.desired_worker_hash(defaulted)
+        except (Failure, RenderError):
+            return {}
+        return initial_worker_hash(dgd.metadata.annotations or {}, desired)
 
     async def reconcile(self, dgd: DynamoGraphDeployment) -> ProgramResult:
         """§8.1 in order; a failure at any step is projected with what was done before it."""

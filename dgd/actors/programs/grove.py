@@ -53,7 +53,7 @@ from dgd.domain.render.provider_overrides import apply_provider_overrides
 from dgd.domain.render.stable_resources import render_stable_resources
 from dgd.domain.restart import RestartState
 from dgd.domain.topology import apply_topology
-from dgd.domain.worker_generation import plan_unmanaged
+from dgd.domain.worker_generation import initial_worker_hash, plan_unmanaged
 from dgd.messages.dgd import DynamoGraphDeployment
 from dgd.messages.grove import PodCliqueSet
 
@@ -100,6 +100,19 @@ class GroveProgram(WorkloadProgram):
         self._topology_status = topology_status
         # A digest of what the PodCliqueSet was last rendered and synced from (see _pcs_inputs_digest).
         self._synced_inputs: int | None = None
+
+    def initial_annotations(self, dgd: DynamoGraphDeployment) -> dict[str, str]:
+        """The first worker hash (§12.7 initialization), for the metadata write of the DGD's creation:
+        nothing when Grove is off or the spec cannot be reconciled (its run fails before any write)."""
+        if self._config.orchestrators.grove.enabled is False:
+            return {}
+        defaulted = default_in_memory(dgd, grove_enabled=True)
+        try:
+            self.refuse_unsupported(defaulted, keep=lambda problem: False)
+            desired = self.desired_worker_hash(defaulted)
+        except (Failure, RenderError):
+            return {}
+        return initial_worker_hash(dgd.metadata.annotations or {}, desired)
 
     async def reconcile(self, dgd: DynamoGraphDeployment) -> ProgramResult:
         """§9.1 in order; the topology projection runs after success and failure alike."""
@@ -164,7 +177,10 @@ class GroveProgram(WorkloadProgram):
         infos: Mapping[str, CheckpointInfo],
     ) -> ReconcileResult:
         # 1. Plan the worker-hash transition (reads only): a new generation turns on the hash suffix.
-        plan = plan_unmanaged(dict(result.dgd.metadata.annotations or {}), desired_hash)
+        # Until a PodCliqueSet exists, the hash recorded names no generation that ran.
+        plan = plan_unmanaged(
+            dict(result.dgd.metadata.annotations or {}), desired_hash, running=observed is not None
+        )
         gated = gated_components(infos)
         stamps = restart.stamps()
         extra = msgspec.json.encode((stamps, sorted(infos.items())))

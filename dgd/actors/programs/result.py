@@ -65,6 +65,11 @@ class ProgramResult:
 class Program(Protocol):
     """A workload program: one ordered reconcile of one DGD, run once per DGD reconcile."""
 
+    def initial_annotations(self, dgd: DynamoGraphDeployment) -> dict[str, str]:
+        """Controller-owned annotations ``dgd``, not yet finalized, is to get in the same write as its
+        finalizer (pure: computed from ``dgd`` and the config)."""
+        ...
+
     async def reconcile(self, dgd: DynamoGraphDeployment) -> ProgramResult:
         """Run every step in order; never raises for an API or child failure (see ``failure``)."""
         ...

@@ -70,6 +70,11 @@ class WorkloadProgram:
         if refused:
             raise Failure(FAILED_TO_RECONCILE, "; ".join(str(problem) for problem in refused), terminal=True)
 
+    def initial_annotations(self, dgd: DynamoGraphDeployment) -> dict[str, str]:
+        """Controller-owned annotations a new DGD gets in the write that adds its finalizer (none by
+        default: the program records what it needs when it runs)."""
+        return {}
+
     def desired_worker_hash(self, dgd: DynamoGraphDeployment) -> str:
         """The desired worker hash (pure, and the costliest render: computed once per spec and metadata)."""
         inputs = hash((dgd.metadata.generation, msgspec.json.encode(dgd.metadata.annotations)))

@@ -9,7 +9,7 @@ import pytest
 from dgd.actors.cache import Cache, Reader
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.protocol import Cluster
-from dgd.cluster.resources import CLUSTER_ROLE, SERVICE, ObjectKey
+from dgd.cluster.resources import CLUSTER_ROLE, NAMESPACE, SERVICE, ObjectKey
 
 pytestmark = pytest.mark.anyio
 
@@ -119,6 +119,30 @@ async def test_an_unwatched_object_found_to_exist_is_read_again_only_after_the_p
     assert not await reader.exists(ROLE, now=160.0, fresh_for=60.0)
     assert not await reader.exists(ROLE, now=160.0, fresh_for=60.0)
     assert api.gets == 3
+
+
+async def test_a_watched_kind_is_read_from_the_api_only_for_an_absence_before_its_first_list() -> None:
+    # given a Service on the server, and a reader whose cache serves Services but has not listed them
+    server = MemoryCluster()
+    await server.create(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}})
+    await server.create(SERVICE, {"apiVersion": "v1", "kind": "Service",
+                                  "metadata": {"namespace": "a", "name": "x"}})  # fmt: skip
+    api = CountingGets(server)
+    cache = Cache()
+    cache.serve(SERVICE, ("a",))
+    reader = Reader(cast(Cluster, api), cache)
+
+    # when it is read before the first list, then the cache's absence is not taken for an answer
+    found = await reader.get(SERVICE.key("a", "x"))
+    assert found is not None and found["metadata"]["name"] == "x"
+    assert api.gets == 1
+
+    # when the first list is done, then every read is the cache's, an absence included
+    cache.replace(SERVICE, [found], namespace="a")
+    assert (await reader.get(SERVICE.key("a", "x"))) == found
+    assert await reader.get(SERVICE.key("a", "missing")) is None
+    assert await reader.exists(SERVICE.key("a", "missing"), now=0.0, fresh_for=60.0) is False
+    assert api.gets == 1
 
 
 async def test_listeners_hear_every_cached_change_and_the_events_passed_over_but_not_own_writes() -> None:

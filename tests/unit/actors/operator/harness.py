@@ -27,6 +27,7 @@ from dgd.actors.tree import DGDS, operator_children
 from dgd.actors.workers import Workers
 from dgd.cluster.errors import NotFound
 from dgd.cluster.memory.adapter import MemoryCluster
+from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import CLUSTER_ROLE, DGD, EVENT, NAMESPACE, PCLQ, PCS, PCSG, SECRET
 from dgd.domain.gates import Gates, effective_config
 from dgd.domain.render.ssh_keys import KeyPair, KeySource
@@ -289,10 +290,12 @@ async def running_operator(
     reconciles: ReconcileObserver | None = None,
     workers: Workers | None = None,
     keys: KeySource = fake_keys,
+    proxy: Callable[[Cluster], Cluster] | None = None,
 ) -> AsyncIterator[Harness]:
     """A memory cluster with what a real one would have (the planner ClusterRole and the MPI key Secret
     our chart installs, unless turned off), and the operator running against it (``keys``: where MPI
-    key pairs come from; a fixed fake one by default)."""
+    key pairs come from; a fixed fake one by default; ``proxy``: what the operator's client is wrapped
+    in, e.g. to record its requests and their answers)."""
     ticks = itertools.count()
     wall = lambda: EPOCH + next(ticks)  # noqa: E731
     server = MemoryCluster(clock=wall, rng=random.Random(seed))
@@ -331,7 +334,7 @@ async def running_operator(
     clock = ManualClock()
     harness = Harness(counting, server, cache, clock)
     children = operator_children(
-        counting,
+        counting if proxy is None else proxy(counting),
         config=effective,
         wall=lambda: harness.now,
         keys=keys,
