@@ -2,7 +2,8 @@
 
 Per N, a fresh control plane of the real-server test tier (``tests/real/controlplane.py``: etcd,
 kube-apiserver and kube-controller-manager, the build of ``hack/kube/build.sh``), with an audit log
-of request metadata (see below). Steps:
+of request metadata (see below) and a /16 service range (the tier's /24 holds 254 ClusterIPs, and each
+DGD here makes two Services). Steps:
 
 1. The CRDs of ``deploy/crds`` (ours and Grove's) and the chart's cluster-wide RBAC
    (``deploy/rbac/cluster-wide.yaml``, which holds the planner ClusterRole the operator binds) are
@@ -66,7 +67,7 @@ from standin_grove import StandInGrove  # noqa: E402
 from dgd.cluster.errors import AlreadyExists  # noqa: E402
 from dgd.cluster.kube.adapter import KubeCluster  # noqa: E402
 from dgd.cluster.resources import DGD, NAMESPACE  # noqa: E402
-from tests.real.controlplane import ControlPlane  # noqa: E402
+from tests.real.controlplane import SERVICE_CIDR, ControlPlane  # noqa: E402
 from tests.upstream import DYNAMO  # noqa: E402
 
 EXECUTABLE = Path(sys.executable).with_name("dgd-operator")
@@ -84,10 +85,13 @@ rules:
 - level: Metadata
 """
 TICKS = os.sysconf("SC_CLK_TCK")
+#: Room for 65,534 ClusterIPs, the same first address (the apiserver's certificate names it).
+SERVICE_RANGE = "--service-cluster-ip-range=10.0.0.0/16"
 
 
 class AuditedControlPlane(ControlPlane):
-    """The tier's control plane, its API server also writing an audit log of request metadata."""
+    """The tier's control plane, its API server also writing an audit log of request metadata, with a
+    service range for thousands of Services."""
 
     def __init__(self, state_dir: Path) -> None:
         super().__init__(state_dir)
@@ -96,8 +100,12 @@ class AuditedControlPlane(ControlPlane):
 
     def _apiserver_args(self) -> list[str]:
         self.audit_policy.write_text(AUDIT_POLICY, encoding="utf-8")
+        # The tier's /24 holds 254 ClusterIPs; every DGD here makes two Services.
+        tier = f"--service-cluster-ip-range={SERVICE_CIDR}"
+        args = [SERVICE_RANGE if arg == tier else arg for arg in super()._apiserver_args()]
+        assert SERVICE_RANGE in args, "the tier's control plane no longer sets the service range"
         return [
-            *super()._apiserver_args(),
+            *args,
             f"--audit-policy-file={self.audit_policy}",
             f"--audit-log-path={self.audit_log}",
             "--audit-log-format=json",
