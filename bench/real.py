@@ -388,7 +388,7 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
     print(f"  load:     {os.getloadavg()[0]:.2f} now (other work shares these cores)")
     print(f"  operator: dgd-operator run --qps {args.qps} --burst {args.burst} --webhook-addr 0 "
           f"{' '.join(args.operator_flag)}".rstrip())  # fmt: skip
-    print(f"  load:     N x {EXAMPLE.relative_to(DYNAMO.parent)}, {args.concurrency} creates at a time; "
+    print(f"  DGDs:     N x {EXAMPLE.relative_to(DYNAMO.parent)}, {args.concurrency} creates at a time; "
           f"stand-in Grove delay {args.grove_delay:g}s")  # fmt: skip
     print()
     print(f"{'N':>5} {'all s':>7} {'first s':>7} {'p50 s':>7} {'p95 s':>7} {'CPU ms/DGD':>10} "
