@@ -422,7 +422,8 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--qps", type=float, default=1000, help="the operator's --qps (1000)")
     parser.add_argument("--burst", type=int, default=1000, help="the operator's --burst (1000)")
     parser.add_argument("--operator-flag", action="append", default=[], metavar="FLAG",
-                        help="one more argument for `dgd-operator run` (repeat)")  # fmt: skip
+                        help="one more argument for `dgd-operator run`, written "
+                        "--operator-flag=--max-concurrent-reconciles=20 (repeat)")  # fmt: skip
     parser.add_argument("--idle", type=float, default=3, help="seconds from ready to the baseline (3)")
     parser.add_argument(
         "--quiet", type=float, default=3, help="seconds without operator CPU that count as settled (3)"
