@@ -138,6 +138,7 @@ class DGDActor(Reconciler):
         self._wall = wall
         self._keys = keys
         self._running: Program | None = None
+        self._reconciled_before = False
 
     async def receive(self, message: Nudge) -> None:
         self._cancel_timer()
@@ -149,8 +150,10 @@ class DGDActor(Reconciler):
             return
         # Nudges that arrive while this waits for a worker coalesce into one more reconcile; none is
         # granted once the operator drains.
-        async with self._workers.slot(self._key) as granted:
+        # A DGD reconciled before goes ahead of first reconciles (``Workers``: follow-ups first).
+        async with self._workers.slot(self._key, first=not self._reconciled_before) as granted:
             if granted:
+                self._reconciled_before = True
                 await self._reconcile_and_report(intent)
 
     def _intent(self) -> Intent | None:
