@@ -110,8 +110,8 @@ def _add_cluster_flags(cluster: Any) -> None:
         type=int,
         default=DEFAULT_WORKERS,
         metavar="N",
-        help="how many DGDs are reconciled at once; the others wait their turn, first come first served "
-        f"(default {DEFAULT_WORKERS})",
+        help="how many DGDs are reconciled at once; the others wait their turn, DGDs reconciled before "
+        f"ahead of new ones, otherwise first come first served (default {DEFAULT_WORKERS})",
     )
     cluster.add_argument("--config", metavar="FILE", type=Path, help="operator configuration file (YAML)")
 

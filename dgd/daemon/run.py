@@ -74,7 +74,7 @@ class DaemonSettings(msgspec.Struct, frozen=True, kw_only=True):
     #: The namespaces watched in namespace-restricted mode (empty: ``namespace.restricted`` of the
     #: configuration, else every namespace).
     namespaces: tuple[str, ...] = ()
-    #: How many DGD reconciles run at once (the others wait their turn, first come first served).
+    #: How many DGD reconciles run at once (the others wait their turn: ``Workers``).
     max_concurrent_reconciles: int = DEFAULT_WORKERS
     #: The admission and conversion webhooks (``None``: not served).
     webhooks: WebhookSettings | None = None
