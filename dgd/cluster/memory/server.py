@@ -11,7 +11,7 @@ delete with finalizers only marks the object (deletionTimestamp), and an update 
 last finalizer of such an object deletes it.
 
 Over 400 lines: the semantics of every verb (create, update, patch, delete, scale, bind) with the
-checks they share (preconditions, namespace lifecycle, admission) belong together, as the API
+checks they share (preconditions, admission) belong together, as the API
 server's registry keeps them.
 """
 
@@ -24,8 +24,9 @@ from typing import Any, Literal
 
 from dgd.cluster import merge_patch
 from dgd.cluster.admission import Admission, AdmissionAttempt
-from dgd.cluster.errors import AlreadyExists, Cause, Conflict, Forbidden, Invalid, NotFound, ServerError
+from dgd.cluster.errors import AlreadyExists, Cause, Conflict, Invalid, NotFound, ServerError
 from dgd.cluster.memory.garbage import GarbageCollector
+from dgd.cluster.memory.namespaces import NamespaceLifecycle
 from dgd.cluster.memory.selectors import Selector
 from dgd.cluster.memory.store import Store, Stored, StoreKey
 from dgd.cluster.memory.strategies import (
@@ -69,6 +70,7 @@ class ApiServer:
         self.clock = clock
         self.rng = rng
         self.gc = GarbageCollector(self)
+        self.lifecycle = NamespaceLifecycle(self)
         # A fresh cluster's namespaces, as a real API server makes them at start (their uids are
         # derived from their names, so the random stream of every later object is unchanged).
         served = self.resources.get(NAMESPACE_ID)
@@ -122,7 +124,7 @@ class ApiServer:
             data = self._admit("CREATE", resource, data, None, user)
             metadata = _metadata(resource, data)
             validate(resource, data)
-        self._admit_namespace(resource, metadata)
+        self.lifecycle.admit(resource, metadata)
         key = self.key(resource, metadata.get("namespace"), metadata["name"])
         if self.store.get(key) is not None:
             raise AlreadyExists(
@@ -206,7 +208,7 @@ class ApiServer:
                 f"ResourceVersion in object meta: {current.rv}",
             )
         if str(resource) == NAMESPACE_ID:
-            self._terminate_namespace(current)
+            self.lifecycle.terminate(current)
         else:
             self.delete_stored(current, propagation)
         self._settle()
@@ -344,56 +346,8 @@ class ApiServer:
         returns: the garbage collector, then the namespace controller (which may leave more garbage)."""
         while True:
             self.gc.settle()
-            if not self._finalize_namespaces():
+            if not self.lifecycle.finalize():
                 return
-
-    def _terminate_namespace(self, current: Stored) -> None:
-        """Deleting a namespace marks it ``Terminating``; its content goes in ``_finalize_namespaces``."""
-        if current.metadata.get("deletionTimestamp"):
-            return
-        new = mark_deleting(current.thaw(), self.now())
-        new.setdefault("status", {})["phase"] = "Terminating"
-        self.commit(current, new)
-
-    def _finalize_namespaces(self) -> bool:
-        """The namespace controller: every object of a terminating namespace is deleted (finalizers
-        honoured); once none is left, the namespace goes. Whether it changed anything."""
-        served = self.resources.get(NAMESPACE_ID)
-        if served is None:
-            return False
-        changed = False
-        for namespace in self.store.items(NAMESPACE_ID):
-            if not namespace.metadata.get("deletionTimestamp"):
-                continue
-            name = str(namespace.metadata.get("name"))
-            content = [
-                stored
-                for rid, resource in self.resources.items()
-                if resource.namespaced
-                for stored in self.store.items(rid, name)
-            ]
-            for stored in content:
-                if not stored.metadata.get("deletionTimestamp"):
-                    self.delete_stored(stored, "Background")
-                    changed = True
-            if not content:
-                self.store.remove(namespace)
-                changed = True
-        return changed
-
-    def _admit_namespace(self, resource: Resource[Any], metadata: JSONObject) -> None:
-        """NamespaceLifecycle, as the API server's admission applies it to a create: the namespace must
-        exist (NotFound), and not be terminating (Forbidden). Only where Namespaces are served."""
-        namespaces = self.resources.get(NAMESPACE_ID)
-        if not resource.namespaced or namespaces is None:
-            return
-        name = str(metadata.get("namespace") or "")
-        found = self.store.get(self.key(namespaces, None, name))
-        if found is None:
-            raise NotFound(f'namespaces "{name}" not found', kind="namespaces", name=name)
-        if found.metadata.get("deletionTimestamp"):
-            why = f"unable to create new content in namespace {name} because it is being terminated"
-            raise Forbidden(f'{resource} "{metadata.get("name")}" is forbidden: {why}', kind=resource.kind)
 
     def _require_version(self, resource: Resource[Any], current: Stored, resource_version: Any) -> None:
         """A custom resource takes no unconditional update: a PUT must carry the resourceVersion read."""
