@@ -27,8 +27,10 @@ from tests.real.controlplane import BinariesNotFoundError, ControlPlane, find_bi
 from tests.upstream import CRD_DIR, GROVE, UPSTREAM
 
 ROOT = Path(__file__).resolve().parent.parent
-#: What every real-server test may use: our CRDs (DGD, DCD, DGDSA), Grove's own, upstream's
-#: DynamoCheckpoint and PodSnapshot, LeaderWorkerSet's, and what the examples expect of a GPU cluster.
+#: What every real-server test may use: our CRDs (DGD, DCD, DGDSA), Grove's own (ClusterTopologyBinding
+#: among them), upstream's DynamoCheckpoint and PodSnapshot, LeaderWorkerSet's, the Gateway API inference
+#: extension's InferencePool, Istio's 15 (VirtualService and DestinationRule among them), and what the
+#: examples expect of a GPU cluster. The real CRDs, never upstream's schemaless test stubs.
 REAL_CRDS = (
     *sorted((ROOT / "deploy" / "crds").glob("nvidia.com_*.yaml")),
     *sorted((GROVE / "operator" / "api" / "core" / "v1alpha1" / "crds").glob("grove.io_*.yaml")),
@@ -40,6 +42,13 @@ REAL_CRDS = (
     / "crd"
     / "bases"
     / "leaderworkerset.x-k8s.io_leaderworkersets.yaml",
+    UPSTREAM
+    / "kubernetes-sigs-gateway-api-inference-extension"
+    / "config"
+    / "crd"
+    / "bases"
+    / "inference.networking.k8s.io_inferencepools.yaml",
+    UPSTREAM / "istio-istio" / "manifests" / "charts" / "base" / "files" / "crd-all.gen.yaml",
     ROOT / "tests" / "real" / "cluster-extras.yaml",
 )
 

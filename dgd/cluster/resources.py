@@ -248,6 +248,24 @@ CLUSTER_ROLE = _raw(
 )  # fmt: skip
 INGRESS = _raw("networking.k8s.io/v1", "Ingress", "ingresses", status=True)
 LEASE = _raw("coordination.k8s.io/v1", "Lease", "leases", generation=False)
+# Kinds of the features issue 20 brings (dgd-domain §1): the endpoint picker's InferencePool, the
+# GPU memory service's DRA claim templates and device classes, Istio's routing objects, and Grove's
+# topology bindings (read only). All served by CRDs on a real cluster except DRA's, built in.
+INFERENCE_POOL = _raw(
+    "inference.networking.k8s.io/v1", "InferencePool", "inferencepools", status=True, custom=True
+)
+RESOURCE_CLAIM_TEMPLATE = _raw("resource.k8s.io/v1", "ResourceClaimTemplate", "resourceclaimtemplates")
+DEVICE_CLASS = _raw("resource.k8s.io/v1", "DeviceClass", "deviceclasses", namespaced=False)
+VIRTUAL_SERVICE = _raw(
+    "networking.istio.io/v1beta1", "VirtualService", "virtualservices", status=True, custom=True
+)
+DESTINATION_RULE = _raw(
+    "networking.istio.io/v1beta1", "DestinationRule", "destinationrules", status=True, custom=True
+)
+CLUSTER_TOPOLOGY_BINDING = _raw(
+    "grove.io/v1alpha1", "ClusterTopologyBinding", "clustertopologybindings", namespaced=False, status=True,
+    custom=True,
+)  # fmt: skip
 #: Only ``sim world`` writes Nodes: the simulated kubelet's node, on a real cluster without kubelets.
 NODE = _raw("v1", "Node", "nodes", namespaced=False, status=True, generation=False)
 
@@ -302,4 +320,10 @@ DEFAULT_RESOURCES: tuple[Resource[Any], ...] = (
     CLUSTER_ROLE,
     INGRESS,
     LEASE,
+    INFERENCE_POOL,
+    RESOURCE_CLAIM_TEMPLATE,
+    DEVICE_CLASS,
+    VIRTUAL_SERVICE,
+    DESTINATION_RULE,
+    CLUSTER_TOPOLOGY_BINDING,
 )
