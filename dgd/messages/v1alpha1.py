@@ -41,6 +41,12 @@ ContainerName = Annotated[str, msgspec.Meta(min_length=1, max_length=63, pattern
 NonNegativeInt32 = Annotated[int, msgspec.Meta(ge=0)]
 DateTime = Annotated[str, msgspec.Meta(extra_json_schema={"format": "date-time"})]
 
+
+def _default(value: object) -> msgspec.Meta:
+    """The schema default upstream's v1alpha1 CRD declares (the API server fills it in on every write)."""
+    return msgspec.Meta(extra_json_schema={"default": value})
+
+
 BackendFramework = Literal["sglang", "vllm", "trtllm"]
 GPUMemoryServiceMode = Literal["intraPod", "interPod"]
 DGDState = Literal["initializing", "pending", "successful", "failed"]
@@ -77,7 +83,7 @@ class Pvc(Model, frozen=True):
 class RestartStrategy(Model, frozen=True):
     """How a graph restart proceeds: one service at a time (in ``order``) or all at once."""
 
-    type: Literal["Sequential", "Parallel"] | None = None
+    type: Annotated[Literal["Sequential", "Parallel"], _default("Sequential")] | None = None
     """`Sequential` (the default) restarts one service at a time, in `order`; `Parallel` restarts every
     service at once."""
     order: list[str] | None = None
@@ -113,7 +119,7 @@ class KvTransferPolicy(Model, frozen=True):
     cluster_topology_name: Annotated[str, msgspec.Meta(min_length=1)] | None = None
     """The Grove ClusterTopologyBinding that says which node label `domain` means. Exactly one of `labelKey`
     and `clusterTopologyName` is set."""
-    enforcement: Literal["required", "preferred"] | None = None
+    enforcement: Annotated[Literal["required", "preferred"], _default("required")] | None = None
     """`required` (the default): transfers never leave the domain; `preferred`: they stay within it when they
     can."""
     label_key: (
@@ -191,7 +197,7 @@ class VolumeMount(Model, frozen=True):
     mount_point: str | None = None
     """Where the main container sees the volume; required unless `useAsCompilationCache` is set, which
     then defaults it per backend."""
-    use_as_compilation_cache: bool | None = None
+    use_as_compilation_cache: Annotated[bool, _default(False)] | None = None
     """Keep the engine's compilation cache on this volume; the first such mount becomes v1beta1
     `compilationCache`."""
 
@@ -265,7 +271,7 @@ class MultinodeRole(Model, frozen=True):
 class MultinodeSpec(Model, frozen=True):
     """A service spread over several nodes."""
 
-    node_count: Annotated[int, msgspec.Meta(ge=2)]
+    node_count: Annotated[int, msgspec.Meta(ge=2, extra_json_schema={"default": 2})]
     """How many nodes each replica spans: one leader and the rest workers; at least 2."""
     leader: MultinodeRole | None = None
     """Overrides for the leader's pods."""
@@ -276,7 +282,7 @@ class MultinodeSpec(Model, frozen=True):
 class ScalingAdapter(Model, frozen=True):
     """Whether an autoscaler sets the replicas; becomes the v1beta1 marker ``scalingAdapter: {}``."""
 
-    enabled: bool | None = None
+    enabled: Annotated[bool, _default(False)] | None = None
     """When true, the operator creates a DynamoGraphDeploymentScalingAdapter, through which an autoscaler
     sets this service's `replicas`."""
 
@@ -386,9 +392,9 @@ class CheckpointIdentity(Model, frozen=True):
     """The model checkpointed."""
     dynamo_version: str | None = None
     """The Dynamo version the checkpoint was taken with."""
-    tensor_parallel_size: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    tensor_parallel_size: Annotated[int, msgspec.Meta(ge=1, extra_json_schema={"default": 1})] | None = None
     """The engine's tensor parallelism; default 1."""
-    pipeline_parallel_size: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    pipeline_parallel_size: Annotated[int, msgspec.Meta(ge=1, extra_json_schema={"default": 1})] | None = None
     """The engine's pipeline parallelism; default 1."""
     dtype: str | None = None
     """The model's data type, such as `bfloat16`."""
@@ -410,14 +416,14 @@ class CheckpointJobConfig(Model, frozen=True):
 class ServiceCheckpointConfig(Model, frozen=True):
     """Snapshot/restore of a service; becomes v1beta1 ``experimental.checkpoint``."""
 
-    enabled: bool | None = None
+    enabled: Annotated[bool, _default(False)] | None = None
     """Turns checkpoint and restore on for the service."""
     mode: Literal["Auto", "Manual"] | None = None
     """Deprecated: `Auto` or `Manual`, kept so older manifests still apply."""
-    startup_policy: Literal["Immediate", "WaitForCheckpoint"] | None = None
+    startup_policy: Annotated[Literal["Immediate", "WaitForCheckpoint"], _default("Immediate")] | None = None
     """`Immediate` (the default): start at once; `WaitForCheckpoint`: keep the service at zero replicas
     until its checkpoint is ready."""
-    deletion_policy: Literal["Delete", "Retain"] | None = None
+    deletion_policy: Annotated[Literal["Delete", "Retain"], _default("Delete")] | None = None
     """What happens to a checkpoint the operator created when the graph is deleted: `Delete` (the default) or
     `Retain`."""
     checkpoint_ref: str | None = None
@@ -425,7 +431,7 @@ class ServiceCheckpointConfig(Model, frozen=True):
     the graph never owns or deletes it."""
     identity: CheckpointIdentity | None = None
     """Deprecated: what made two checkpoints interchangeable. Ignored with `checkpointRef`."""
-    target_container_name: ContainerName | None = None
+    target_container_name: Annotated[ContainerName, _default("main")] | None = None
     """The container that is checkpointed and restored; default `main`."""
     job: CheckpointJobConfig | None = None
     """How the Job that takes the checkpoint runs; not allowed with `checkpointRef`."""
@@ -453,10 +459,10 @@ class GPUMemoryServiceSpec(Model, frozen=True):
 
     enabled: bool
     """Turns the GPU memory service on; when false the block has no v1beta1 counterpart and is only kept."""
-    mode: GPUMemoryServiceMode | None = None
+    mode: Annotated[GPUMemoryServiceMode, _default("intraPod")] | None = None
     """`intraPod` (the default): the memory service runs inside each engine pod; `interPod`: in pods of its
     own (Grove and vLLM only). Becomes `IntraPod` or `InterPod` in v1beta1."""
-    device_class_name: str | None = None
+    device_class_name: Annotated[str, _default("gpu.nvidia.com")] | None = None
     """The DRA DeviceClass of the GPUs to claim; default `gpu.nvidia.com`."""
     extra_client_containers: list[ContainerName] | None = None
     """Containers besides `main` that also use the shared GPU memory."""
@@ -469,10 +475,10 @@ class FailoverSpec(Model, frozen=True):
 
     enabled: bool
     """Turns failover on; when false the block has no v1beta1 counterpart and is only kept."""
-    mode: GPUMemoryServiceMode | None = None
+    mode: Annotated[GPUMemoryServiceMode, _default("intraPod")] | None = None
     """`intraPod` (the default) or `interPod`; must be the GPU memory service's mode. Becomes `IntraPod` or
     `InterPod` in v1beta1."""
-    num_shadows: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    num_shadows: Annotated[int, msgspec.Meta(ge=1, extra_json_schema={"default": 1})] | None = None
     """Standby engines per active engine; v1beta1 accepts only 1."""
 
 
@@ -676,7 +682,7 @@ class PlacementStatus(Model, frozen=True):
 class DynamoGraphDeploymentStatus(Model, frozen=True):
     """What the operator observed, as the v1alpha1 view shows it."""
 
-    state: DGDState
+    state: Annotated[DGDState, _default("initializing")]
     """The graph's lifecycle in one word: `initializing`, `pending` (not ready yet), `successful` (ready) or
     `failed`."""
     observed_generation: int | None = None

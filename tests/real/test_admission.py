@@ -192,11 +192,6 @@ V1ALPHA1 = [
     for path, index, document in dgd_documents()
     if document.get("apiVersion") == "nvidia.com/v1alpha1"
 ]
-#: Not applied server-side: a server-side apply of an existing object drops agg_failover's
-#: `gpuMemoryService: {enabled: true}` and `failover` (converted, the apply configuration holds each as
-#: an empty object, which the merge turns to null). Traced in docs/decisions.md ("Admission webhooks");
-#: to be fixed with those features (issue 20).
-CLIENT_SIDE_ONLY = ("agg_failover",)
 
 
 def _read_alpha(real: RealCluster, name: str) -> dict[str, Any]:
@@ -240,10 +235,7 @@ async def test_a_v1alpha1_dgd_applies_through_the_conversion_webhook_and_reads_b
     name = document["metadata"]["name"]
     async with registered(real, daemons, tmp_path):
         # when a v1alpha1 DGD is applied with kubectl, client-side and then server-side
-        hows: tuple[tuple[str, ...], ...] = ((), ("--server-side",))
-        if any(known in path for known in CLIENT_SIDE_ONLY):
-            hows = ((),)
-        for how in hows:
+        for how in ((), ("--server-side",)):
             code, said = _apply(real, document, *how)
             assert code == 0, f"{how}: {said}"
             # then it reads back as v1alpha1 with everything that was applied (and the defaults)

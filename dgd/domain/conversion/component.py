@@ -147,6 +147,12 @@ def _experimental(service: dict[str, Any]) -> dict[str, Any]:
     failover = service.get("failover")
     if failover is not None and failover.get("enabled"):
         experimental["failover"] = _without_enabled(failover, ("numShadows",))
+    # An enabled block that converts empty gets its schema-default mode: a server-side re-apply of
+    # `{enabled: true}` would otherwise merge the empty object away (docs/decisions.md, "Admission
+    # webhooks"). The API server's schema default writes the same mode into any stored object anyway.
+    for key in ("gpuMemoryService", "failover"):
+        if experimental.get(key) == {}:
+            experimental[key] = {"mode": "IntraPod"}
     if service.get("checkpoint") is not None:
         experimental["checkpoint"] = copy.deepcopy(service["checkpoint"])
     return experimental
