@@ -5,9 +5,10 @@ Outside an event loop, SIGINT raises ``KeyboardInterrupt`` where the command is.
 (``anyio.run`` runs an ``asyncio.Runner``), the first SIGINT cancels the runner's main task, as the
 runner's own handler would: cancellation unwinds the task groups in order, where an exception raised
 between two bytecodes may be caught by some task and leave the loop waiting for ever. A second SIGINT
-raises ``KeyboardInterrupt``. From the first SIGINT on, logging and warnings are silenced: actors
-cancelled mid-step log how they ended, and coroutines never awaited warn at exit, after the one line
-that says the command was interrupted.
+raises ``KeyboardInterrupt``. From the first SIGINT on, logging, warnings and unraisable exceptions are
+silenced: actors cancelled mid-step log how they ended, coroutines never awaited warn at exit, and an
+event loop a ``KeyboardInterrupt`` left mid-step complains when it is collected ("Exception ignored
+in: BaseEventLoop.__del__"), all after the one line that says the command was interrupted.
 
 asyncio's runner puts its own handler only in place of Python's default one, so it leaves this one
 alone; this one finds the runner's main task where the runner keeps it (``Runner.run``'s ``task``).
@@ -18,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import sys
 import threading
 import warnings
 from collections.abc import Iterator
@@ -61,6 +63,7 @@ class CtrlC:
         self.pressed += 1
         logging.disable(logging.CRITICAL)
         warnings.simplefilter("ignore")
+        sys.unraisablehook = _unraised
         task = _runner_task(frame)
         if self.pressed == 1 and task is not None and not task.done():
             task.cancel()
@@ -68,6 +71,10 @@ class CtrlC:
             task.get_loop().call_soon_threadsafe(_nothing)
             return
         raise KeyboardInterrupt
+
+
+def _unraised(unraisable: Any) -> None:
+    """Say nothing of an exception raised where nothing can catch it (a finaliser, at exit)."""
 
 
 def _runner_task(frame: FrameType | None) -> asyncio.Task[Any] | None:
