@@ -45,7 +45,9 @@ from dgd.sim.chaos_plans import PLANS, Plan
 from dgd.sim.chaos_stalls import Stall, stalls_summary
 from dgd.sim.chaos_workload import Example, examples_in
 
-#: The repository this package runs from (an editable install), where the examples are.
+#: The examples shipped with the package (``examples/`` in the repository is a link to them).
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+#: The repository an editable install runs from, beside which upstream's examples are looked for.
 ROOT = Path(__file__).resolve().parents[2]
 #: The upstream vLLM examples, beside the repository unless ``DGD_UPSTREAM_DIR`` says where.
 VLLM = Path("ai-dynamo-dynamo/examples/backends/vllm/deploy")
@@ -88,8 +90,9 @@ def add_command(commands: Any) -> None:
         "--examples",
         nargs="+",
         metavar="FILE",
-        help="manifest files whose DGDs the graphs are drawn from, - for standard input (default: "
-        "examples/agg.yaml and the upstream vLLM agg.yaml and disagg.yaml)",
+        help="manifest files whose DGDs the graphs are drawn from, - for standard input (default: the "
+        "packaged examples/agg.yaml, and upstream's vLLM agg.yaml and disagg.yaml where $DGD_UPSTREAM_DIR "
+        "or ../shared/upstream beside the checkout holds them)",
     )
     wire(chaos, _chaos, ok="no invariant broken", failed="an invariant broken")
 
@@ -220,11 +223,10 @@ def _examples(files: Sequence[str] | None) -> tuple[Example, ...]:
     """The example DGDs of ``files`` (default: the built-in examples that can be found), v1beta1."""
     if files is None:
         upstream = Path(os.environ.get("DGD_UPSTREAM_DIR", ROOT.parent / "shared" / "upstream"))
-        defaults = [
-            ROOT / "examples" / "agg.yaml",
-            upstream / VLLM / "agg.yaml",
-            upstream / VLLM / "disagg.yaml",
-        ]
+        # Upstream's examples join the packaged one where they can be found (a checkout beside them).
+        defaults = [EXAMPLES / "agg.yaml"]
+        if upstream.is_dir():
+            defaults += [upstream / VLLM / "agg.yaml", upstream / VLLM / "disagg.yaml"]
         present = [path for path in defaults if path.is_file()]
         for missing in sorted(set(defaults) - set(present)):
             print(f"dgd-operator chaos: note: example {missing} not found, left out", file=sys.stderr)
@@ -255,11 +257,12 @@ def _examples(files: Sequence[str] | None) -> tuple[Example, ...]:
 
 
 def _source(name: str | Path) -> str:
-    """An example file as the report shows it: relative to the repository or its parent when inside."""
+    """An example file as the report shows it: a packaged one as ``examples/…``, others relative to the
+    repository or its parent when inside."""
     if str(name) == STDIN:
         return shown(name)
     resolved = Path(name).resolve()
-    for base in (ROOT, ROOT.parent):
+    for base in (EXAMPLES.parent, ROOT, ROOT.parent):
         if resolved.is_relative_to(base):
             return str(resolved.relative_to(base))
     return str(name)
