@@ -23,6 +23,17 @@ from dgd.messages.meta import Event
 T = TypeVar("T")
 
 
+def without_managed_fields(obj: Any) -> Any:
+    """``obj`` without ``metadata.managedFields``, which the operator never reads. On a real API server
+    they are most of a small object's bytes, and a cache of thousands of objects would keep them all
+    (the modelled kinds' ``ObjectMeta`` leaves them out for the same reason). A write that omits them
+    leaves the server's as they are."""
+    metadata = obj.get("metadata") if isinstance(obj, dict) else None
+    if isinstance(metadata, dict):
+        metadata.pop("managedFields", None)
+    return obj
+
+
 class Rejected(msgspec.Struct, frozen=True):
     """An object the server holds that this operator's model of its kind refuses (a CRD newer or
     looser than our Structs, say): who it is, and why, in msgspec's words (they name the field)."""
@@ -114,7 +125,7 @@ class Resource(msgspec.Struct, Generic[T], frozen=True, kw_only=True):
     def decode(self, data: bytes) -> T:
         """An object of this resource from its stored JSON: a fresh Struct, or a fresh dict."""
         if self.raw or self.model is None:
-            return cast(T, msgspec.json.decode(data))
+            return cast(T, without_managed_fields(msgspec.json.decode(data)))
         try:
             return cast(T, msgspec.json.decode(data, type=self.model))
         except msgspec.ValidationError:
@@ -133,7 +144,7 @@ class Resource(msgspec.Struct, Generic[T], frozen=True, kw_only=True):
     def convert_or_reject(self, item: JSONObject) -> T | Rejected:
         """One raw item of a list as this resource's object, or what the model refuses in it."""
         if self.raw or self.model is None:
-            return cast(T, item)
+            return cast(T, without_managed_fields(item))
         try:
             if self.lenient:
                 return self._leniently(item)

@@ -37,7 +37,6 @@ class ObjectMeta(Model, frozen=True):
     annotations: dict[str, str] | None = None
     owner_references: list[OwnerReference] | None = None
     finalizers: list[str] | None = None
-    managed_fields: list[JSONObject] | None = None
     self_link: str | None = None
 
 
