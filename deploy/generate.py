@@ -558,6 +558,16 @@ class Install:
             ),
         ]
 
+    def disruption_budget(self) -> JSON:
+        """At most one replica evicted at a time (a node drain waits for the other to lead), so a voluntary
+        disruption never leaves the webhooks without a replica to answer."""
+        return {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": self.meta(self.release),
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": dict(self.labels)}},
+        }
+
     def namespace_object(self) -> JSON:
         return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}}
 
@@ -571,6 +581,7 @@ class Install:
             self.config_map(),
             *certificates,
             self.deployment(),
+            *([self.disruption_budget()] if self.replicas > 1 else []),
             *services,
         ]
 
