@@ -25,7 +25,7 @@ from dgd.actors.programs.steps import ProgramParts, WorkloadProgram
 from dgd.actors.recorder import Recorder
 from dgd.actors.runtime import ActorError, Ref
 from dgd.cluster.errors import ClusterError
-from dgd.cluster.resources import INGRESS, PCS, SERVICE, Resource
+from dgd.cluster.resources import CLUSTER_TOPOLOGY_BINDING, INGRESS, PCS, SERVICE, Resource
 from dgd.domain.admission.defaulting import default_in_memory
 from dgd.domain.checkpoint import (
     CheckpointInfo,
@@ -47,6 +47,7 @@ from dgd.domain.readiness import (
     InconsistentRevision,
     grove_readiness,
 )
+from dgd.domain.render import kv_transfer
 from dgd.domain.render.errors import RenderError
 from dgd.domain.render.pcs import graph_discovery_backend, graph_pcs_name, render_pcs
 from dgd.domain.render.provider_overrides import apply_provider_overrides
@@ -183,7 +184,8 @@ class GroveProgram(WorkloadProgram):
         )
         gated = gated_components(infos)
         stamps = restart.stamps()
-        extra = msgspec.json.encode((stamps, sorted(infos.items())))
+        domains = await self._topology_domains(dgd)
+        extra = msgspec.json.encode((stamps, sorted(infos.items()), domains))
         # 2. Render against the one observation (replicas and order kept, restart stamps carried),
         # unless neither the DGD nor the PodCliqueSet changed since the last sync left them equal.
         inputs = _pcs_inputs_digest(result.dgd, observed, extra)
@@ -197,6 +199,7 @@ class GroveProgram(WorkloadProgram):
                 worker_generation_changed=plan.changed,
                 restart_at=stamps,
                 gated=gated,
+                topology_domains=domains,
             )
             desired = restore_cliques(
                 apply_provider_overrides(msgspec.to_builtins(rendered), dgd), infos, self._config
@@ -235,6 +238,20 @@ class GroveProgram(WorkloadProgram):
         if outcome.state != "successful" and readiness.classification:
             outcome = msgspec.structs.replace(outcome, reason=readiness.classification)
         return outcome
+
+    async def _topology_domains(self, dgd: DynamoGraphDeployment) -> tuple[str, ...]:
+        """The levels of the ClusterTopologyBinding the KV-transfer policy names (none without one),
+        read on every run: a binding edited since the last sync changes the workers' topology files."""
+        policy = kv_transfer.policy_of(dgd)
+        if policy is None or not policy.cluster_topology_name:
+            return ()
+        key = CLUSTER_TOPOLOGY_BINDING.key(None, policy.cluster_topology_name)
+        try:
+            binding = await self._reader.get(key)
+        except ClusterError as error:
+            why = f'failed to read ClusterTopologyBinding "{key.name}" for kvTransferPolicy: {error}'
+            raise Failure(FAILED_TO_RECONCILE, why) from error
+        return kv_transfer.binding_domains(policy, binding)
 
     async def _stable_resources(self, dgd: DynamoGraphDeployment, owner: DynamoGraphDeployment) -> None:
         namespace = dgd.metadata.namespace or ""

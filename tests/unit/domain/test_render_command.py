@@ -125,10 +125,6 @@ UNSUPPORTED = {
         "        resources: {limits: {nvidia.com/gpu: 1}}}]}}\n",
         "spec.components[1].experimental.gpuMemoryService: GPU memory service (DRA resource claim templates)",
     ),
-    "kv-transfer-policy": (
-        "  experimental: {kvTransferPolicy: {domain: rack, labelKey: topology.kubernetes.io/rack}}\n",
-        "spec.experimental.kvTransferPolicy: KV-transfer policy",
-    ),
 }
 
 
