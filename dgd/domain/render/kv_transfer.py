@@ -27,6 +27,7 @@ from decimal import Decimal
 
 from msgspec import structs
 
+from dgd.domain.admission.lookups import binding_levels
 from dgd.domain.pod_merge import JSON, merge_env
 from dgd.domain.podtemplate import main_container
 from dgd.domain.render.component_defaults import MAIN_CONTAINER
@@ -71,11 +72,7 @@ def binding_domains(policy: KvTransferPolicy, binding: JSON | None) -> tuple[str
             f"{POLICY_PATH}.clusterTopologyName",
             f'"{name}" references a ClusterTopologyBinding resource that was not found',
         )
-    spec = binding.get("spec")
-    levels = spec.get("levels") if isinstance(spec, dict) else None
-    domains = tuple(
-        str(level["domain"]) for level in levels or [] if isinstance(level, dict) and level.get("domain")
-    )
+    domains = binding_levels(binding)
     if policy.domain not in domains:
         raise RenderError(
             f"{POLICY_PATH}.domain",

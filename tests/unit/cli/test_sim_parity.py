@@ -41,3 +41,21 @@ def test_a_grove_dgd_with_a_cluster_topology_kv_policy_reaches_successful(
     # then the DGD converges
     assert code == 0, shown
     assert "state: successful" in shown
+
+
+def test_a_kv_policy_naming_no_stored_binding_is_refused_by_the_simulated_webhook(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # given the Grove fixture's DGD alone: no ClusterTopologyBinding "gb200" in the cluster
+    dgd = _fixture("kv_transfer_grove.yaml")["dgd"]
+    dgd["metadata"].pop("namespace")
+    path = tmp_path / "kv.yaml"
+    path.write_text(yaml.safe_dump(dgd), encoding="utf-8")
+
+    # when the simulation applies it
+    code, shown = _apply(capsys, str(path))
+
+    # then the in-process validating webhook refuses the create, naming the field (§4.4 item 13)
+    assert code == 1
+    assert "references a ClusterTopologyBinding resource that was not found" in shown
+    assert "spec.experimental.kvTransferPolicy.clusterTopologyName" in shown
