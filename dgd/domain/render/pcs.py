@@ -21,6 +21,7 @@ from dgd.domain.metadata_keys import (
     WORKER_HASH,
 )
 from dgd.domain.naming import component_budget, dynamo_namespace, pcs_name
+from dgd.domain.pod_merge import JSON
 from dgd.domain.render import kv_transfer
 from dgd.domain.render import pcs_adjustments as adjust
 from dgd.domain.render.clique_metadata import clique_annotations, clique_labels
@@ -185,11 +186,7 @@ def _component_cliques(
         dgd, component, template, workload_type=workload_type, dynamo_namespace=dyn_ns,
         discovery_backend=discovery, kai_queue=kai,
     )  # fmt: skip
-    annotations = clique_annotations(dgd, component, template)
-    if policy is not None:
-        annotations = dict(sorted({**annotations, **kv_transfer.source_annotations(policy)}.items()))
-    if component.name in stamps:
-        annotations = dict(sorted({**annotations, RESTART_AT: stamps[component.name]}.items()))
+    annotations = _annotations(dgd, component, template, stamps.get(component.name))
 
     role_list = roles(prepared)
     in_group = uses_pcsg(prepared)
@@ -225,6 +222,20 @@ def _component_cliques(
         )
     group = _scaling_group(dgd, component, role_list, gated) if in_group else None
     return cliques, group
+
+
+def _annotations(
+    dgd: DynamoGraphDeployment, component: ComponentSpec, template: JSON, stamp: str | None
+) -> dict[str, str]:
+    """A component's clique annotations: workers tell the topology-label controller what to copy
+    (KV-transfer policy), and a restart stamp rolls the pods."""
+    annotations = clique_annotations(dgd, component, template)
+    policy = kv_transfer.applies(dgd, component)
+    if policy is not None:
+        annotations.update(kv_transfer.source_annotations(policy))
+    if stamp is not None:
+        annotations[RESTART_AT] = stamp
+    return dict(sorted(annotations.items()))
 
 
 def _scaling_group(
