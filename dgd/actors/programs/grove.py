@@ -25,7 +25,7 @@ from dgd.actors.programs.steps import ProgramParts, WorkloadProgram
 from dgd.actors.recorder import Recorder
 from dgd.actors.runtime import ActorError, Ref
 from dgd.cluster.errors import ClusterError
-from dgd.cluster.resources import CLUSTER_TOPOLOGY_BINDING, INGRESS, PCS, SERVICE, Resource
+from dgd.cluster.resources import CLUSTER_TOPOLOGY_BINDING, INGRESS, PCS, SERVICE, VIRTUAL_SERVICE, Resource
 from dgd.domain.admission.defaulting import default_in_memory
 from dgd.domain.checkpoint import (
     CheckpointInfo,
@@ -49,6 +49,7 @@ from dgd.domain.readiness import (
 )
 from dgd.domain.render import kv_transfer
 from dgd.domain.render.errors import RenderError
+from dgd.domain.render.frontend_exposure import manages_virtual_services
 from dgd.domain.render.pcs import graph_discovery_backend, graph_pcs_name, render_pcs
 from dgd.domain.render.provider_overrides import apply_provider_overrides
 from dgd.domain.render.stable_resources import render_stable_resources
@@ -220,7 +221,7 @@ class GroveProgram(WorkloadProgram):
         scaled = await self._grove_scaler.ask(Scale(dgd, gated))
         if isinstance(scaled, StepFailed):
             raise Failure(FAILED_TO_RECONCILE, f"failed to reconcile Grove scaling: {scaled.message}")
-        # 6. Services and Ingress beside the workload; those of removed components go.
+        # 6. Services, Ingress and VirtualService beside the workload; those no longer rendered go.
         await self._stable_resources(dgd, result.dgd)
         # 7. Readiness from the synced PodCliqueSet and one read of each child.
         written = {change.component: change.child for change in scaled.changes if change.child is not None}
@@ -258,15 +259,20 @@ class GroveProgram(WorkloadProgram):
         wanted = render_stable_resources(
             dgd, config=self._config, discovery_backend=graph_discovery_backend(dgd, self._config)
         )
-        names: dict[str, set[str]] = {kind: set() for kind in _STABLE_KINDS}
+        # VirtualServices are this program's only while the config names a gateway (Istio is then
+        # installed): without one, upstream neither writes nor deletes them.
+        kinds = dict(_STABLE_KINDS)
+        if manages_virtual_services(self._config):
+            kinds["VirtualService"] = VIRTUAL_SERVICE
+        names: dict[str, set[str]] = {kind: set() for kind in kinds}
         for desired in wanted:
-            resource = _STABLE_KINDS[desired["kind"]]
+            resource = kinds[desired["kind"]]
             name = desired["metadata"]["name"]
             names[desired["kind"]].add(name)
             live = await self._reader.get(resource.key(namespace, name))
             await self._syncer.sync(resource, desired, live, owner=owner)
         # Departure from upstream: what this DGD controls and no longer renders is deleted.
-        for kind, resource in _STABLE_KINDS.items():
+        for kind, resource in kinds.items():
             for live in await self._reader.controlled_by(resource, namespace, owner.metadata.uid):
                 if (live.get("metadata") or {}).get("name") not in names[kind]:
                     await self._syncer.delete(resource, live, owner=owner, why="the DGD no longer renders it")

@@ -3,8 +3,8 @@
 ``prepare`` turns a manifest into the DGD as the operator would hold it after admission (converted
 from v1alpha1 if needed, validated as a create, defaulted in memory). ``refusals`` lists what this
 operator cannot render yet, each naming its field. ``render`` returns the objects of the DGD's
-pathway: the PodCliqueSet and its stable Services/Ingress on Grove, the DCDs on the Component
-pathway. Shared resources (RBAC, ConfigMaps, scaling adapters) are not part of rendering.
+pathway: the PodCliqueSet and its stable Services, Ingress and VirtualService on Grove, the DCDs on
+the Component pathway. Shared resources (RBAC, ConfigMaps, scaling adapters) are not part of rendering.
 """
 
 from __future__ import annotations
@@ -142,10 +142,6 @@ def _component_refusals(
                 f"component {component.name}: checkpoint functionality is disabled in the operator "
                 "configuration (checkpoint.enabled)",
             )
-        )
-    if grove and component.type == "frontend" and config.ingress.virtual_service_gateway:
-        problems.append(
-            not_supported_yet(f"{at} (operator config ingress.virtualServiceGateway)", "Istio VirtualService")
         )
     if not grove and is_multinode(component) and config.orchestrators.lws.enabled is False:
         problems.append(

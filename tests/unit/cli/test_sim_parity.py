@@ -59,3 +59,23 @@ def test_a_kv_policy_naming_no_stored_binding_is_refused_by_the_simulated_webhoo
     assert code == 1
     assert "references a ClusterTopologyBinding resource that was not found" in shown
     assert "spec.experimental.kvTransferPolicy.clusterTopologyName" in shown
+
+
+def test_a_frontend_exposed_through_a_virtual_service_reaches_successful(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # given the VirtualService fixture: a gateway in the operator config and a frontend DGD
+    fixture = _fixture("virtual_service.yaml")
+    dgd = fixture["dgd"]
+    dgd["metadata"] = {"name": "edge"}
+    path, config = tmp_path / "dgd.yaml", tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(dgd), encoding="utf-8")
+    config.write_text(yaml.safe_dump(fixture["config"]), encoding="utf-8")
+
+    # when the simulation applies it with that configuration
+    code, shown = _apply(capsys, str(path), "--config", str(config))
+
+    # then it converges, having created the VirtualService
+    assert code == 0, shown
+    assert "state: successful" in shown
+    assert "Created VirtualService default/edge-frontend" in shown
