@@ -35,7 +35,7 @@ FRONTEND_PORT, SYSTEM_PORT, EPP_GRPC_PORT, RAY_PORT = 8000, 9090, 9002, 6379
 def render_stable_resources(
     dgd: DynamoGraphDeployment, *, config: OperatorConfig, discovery_backend: str
 ) -> list[JSON]:
-    """The Services and Ingresses of a defaulted, namespaced DGD on the Grove pathway."""
+    """The Services, Ingresses and VirtualServices of a defaulted, namespaced DGD on the Grove pathway."""
     objects = _model_services(dgd)
     k8s_discovery = discovery_backend == "kubernetes"
     for component in dgd.spec.components or []:
