@@ -1,6 +1,6 @@
 """The validating webhook's live cluster lookups (supplement §4.4 items 7, 12.4, 13), done on the loop.
 
-Before a DGD create is handed to a worker thread for the pure rules, the reads those rules need
+Before a DGD create or update is handed to a worker thread for the pure rules, the reads those rules need
 (``dgd.domain.admission.lookups.wanted``) are made here: the ClusterTopologyBindings named, with a GET
 through the operator's cluster client, and whether the InferencePool API group is served, with API
 discovery (which every authenticated user may read). Every replica serves admission and only the
@@ -37,9 +37,9 @@ Discover = Callable[[], Awaitable[Sequence[str]]]
 async def look_up(
     cluster: Cluster, discover: Discover | None, request: AdmissionRequest
 ) -> ClusterLookups | None:
-    """What the rules need read for ``request``: ``None`` for anything but a create of an object.
-    Without ``discover``, the InferencePool API counts as served (the check is skipped)."""
-    if request.operation != "CREATE" or request.object is None:
+    """What the rules need read for ``request``: ``None`` for anything but a create or an update of
+    an object. Without ``discover``, the InferencePool API counts as served (the check is skipped)."""
+    if request.operation not in ("CREATE", "UPDATE") or request.object is None:
         return None
     needed = wanted(request.object)
     served: bool | str = True

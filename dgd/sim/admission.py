@@ -14,7 +14,7 @@ as the pod is written, so a pod the simulated Grove or DCD controller creates on
 checkpoint is Ready is created restored, and the ones before it cold, as on a real cluster.
 
 DGD validation gets the live lookups the daemon's webhook makes (``dgd.daemon.lookups``): the
-ClusterTopologyBindings a create names, read from the store as the DGD is written, and whether the
+ClusterTopologyBindings a DGD names, read from the store as it is written, and whether the
 InferencePool API is served, from the world's served groups.
 """
 
@@ -139,9 +139,7 @@ def _checkpoint(attempt: AdmissionAttempt, wanted: Candidate) -> JSONObject | Un
 
 
 def _lookups(attempt: AdmissionAttempt, served_groups: Sequence[str] | None) -> ClusterLookups | None:
-    """What the daemon's webhook would read for a DGD create, read from the store and the world."""
-    if attempt.operation != "CREATE":
-        return None
+    """What the daemon's webhook would read for a DGD write, read from the store and the world."""
     needed = wanted(attempt.obj)
     served = served_groups is None or any(
         gv.rpartition("/")[0] == INFERENCE_POOL_GROUP for gv in served_groups

@@ -82,7 +82,8 @@ def lookup_errors(
     dgd: DynamoGraphDeployment, lookups: ClusterLookups, *, grove_refusal: str | None
 ) -> Iterator[FieldError]:
     """The problems of a defaulted DGD the lookups show. The binding rules apply on the Grove pathway
-    (``grove_refusal`` ``None``) and on create only (``metadata.generation`` unset or 1)."""
+    (``grove_refusal`` ``None``) and only while ``metadata.generation`` is unset or 1 (a create, or a
+    metadata-only write right after it: upstream gates on the generation, not on the operation)."""
     for index, component in enumerate(dgd.spec.components or []):
         if component.type == "epp" and lookups.inference_pool is not True:
             yield FieldError(f"spec.components[{index}].type", _pool_problem(lookups.inference_pool))

@@ -193,7 +193,7 @@ def validate_dgd(
 ) -> AdmissionResponse:
     """DGD validation: §4.4 on CREATE, §4.5 on UPDATE with the requester's exemptions (§4.6); every
     independent error at once, warnings as warnings. ``lookups`` are what the server read from the
-    cluster for a CREATE (``lookups.wanted`` says what); without them those rules are skipped."""
+    cluster for the request (``lookups.wanted`` says what); without them those rules are skipped."""
     skipped = _not_ours(request)
     if skipped is not None:
         return skipped
@@ -217,6 +217,7 @@ def validate_dgd(
         requester=_requester(request),
         operator_principal=settings.operator_principal,
         grove_enabled=settings.grove_enabled,
+        lookups=lookups,
     )
     return answer(request, verdict.errors, verdict.warnings)
 

@@ -18,7 +18,9 @@ from dgd.daemon import certificates, lookups
 from dgd.daemon.lookups import Discover
 from dgd.daemon.servers import Server
 from dgd.daemon.webhooks import TLS, webhook_app
+from dgd.domain.admission.lookups import BindingRead
 from dgd.domain.admission.webhooks import AdmissionSettings
+from dgd.messages.admission import AdmissionRequest
 from tests.unit.daemon.test_webhooks import NOW, VALIDATE, post, review
 
 pytestmark = pytest.mark.anyio
@@ -153,3 +155,19 @@ async def test_a_lookup_that_does_not_answer_refuses_with_the_reason(
     assert refused["allowed"] is False
     assert "failed to check whether the InferencePool API group" in refused["status"]["message"]
     assert "did not answer within 0.01s" in refused["status"]["message"]
+
+
+async def test_updates_are_looked_up_as_creates_are_and_deletes_not_at_all() -> None:
+    # given a DGD naming a binding that does not exist, under UPDATE and DELETE requests
+    document = dgd(policy={"clusterTopologyName": "gb200", "domain": "rack"})
+    cluster = MemoryCluster(namespaces=["team-a"])
+    update = msgspec.convert(review(document, operation="UPDATE")["request"], AdmissionRequest)
+    delete = msgspec.convert(review(document, operation="DELETE")["request"], AdmissionRequest)
+
+    # when the lookups are made for each
+    updated = await lookups.look_up(cluster, None, update)
+    deleted = await lookups.look_up(cluster, None, delete)
+
+    # then the update reads the binding (not found), the delete reads nothing
+    assert updated is not None and updated.bindings == {"gb200": BindingRead()}
+    assert deleted is None

@@ -6,10 +6,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import msgspec
 import pytest
 
 from dgd.domain.admission.lookups import BindingRead, ClusterLookups, Wanted, wanted
+from dgd.domain.admission.update import validate_update
 from dgd.domain.admission.validation import admit
+from dgd.messages.dgd import DynamoGraphDeployment
 
 # A binding's levels, broad to narrow (the real CRD: grove.io_clustertopologybindings.yaml).
 LEVELS = BindingRead(levels=("zone", "rack", "host"))
@@ -160,3 +163,34 @@ def test_wanted_names_only_what_the_rules_read_and_only_valid_names() -> None:
     assert wanted(document) == Wanted(inference_pool=True, bindings=("gb200",))
     assert wanted(_dgd()) == Wanted(inference_pool=False, bindings=())
     assert wanted("junk") == Wanted(inference_pool=False, bindings=())
+
+
+def test_an_update_is_checked_with_the_lookups_too_the_bindings_only_at_generation_one() -> None:
+    # given a stored EPP DGD naming a binding, and an update of it (upstream runs the same spec rules
+    # on update, the binding lookup gated on generation <= 1)
+    old = _epp()
+    old["metadata"]["annotations"] = {"nvidia.com/workload-provider": "grove"}
+    old["spec"]["topologyConstraint"] = {"clusterTopologyName": "gb200", "packDomain": "rack"}
+    stored = msgspec.convert(old, DynamoGraphDeployment)
+    lookups = ClusterLookups(inference_pool=False, bindings={"gb200": BindingRead()})
+
+    def errors(generation: int) -> list[str]:
+        new = copy.deepcopy(old)
+        new["metadata"]["generation"] = generation
+        verdict = validate_update(
+            stored,
+            msgspec.convert(new, DynamoGraphDeployment),
+            requester=None,
+            operator_principal=None,
+            grove_enabled=True,
+            lookups=lookups,
+        )
+        return [str(e) for e in verdict.errors]
+
+    # then at generation 1 both the InferencePool and the binding rules refuse, later only the first
+    assert errors(1) == [
+        POOL_MISSING,
+        'spec.topologyConstraint.clusterTopologyName: "gb200" references a ClusterTopologyBinding resource '
+        "that was not found",
+    ]
+    assert errors(2) == [POOL_MISSING]
