@@ -90,6 +90,8 @@ OPERATOR_RULES = [
     rule(NVIDIA, ["dynamocheckpoints"], ["list"]),
     rule(CORE, ["services"], ["create", "get", "list", "watch", "patch", "delete"]),
     rule("networking.k8s.io", ["ingresses"], ["create", "get", "list", "watch", "patch", "delete"]),
+    # Frontend VirtualServices, while the config names a gateway (not watched: listed to find stale ones).
+    rule("networking.istio.io", ["virtualservices"], ["create", "get", "list", "patch", "delete"]),
     rule(CORE, ["configmaps", "serviceaccounts"], ["create", "get", "list", "watch", "patch"]),
     rule(CORE, ["persistentvolumeclaims", "secrets"], ["create", "get"]),
     rule(CORE, ["pods"], ["list", "watch"]),
@@ -214,6 +216,9 @@ class Install:
         if not self.watch:
             rules += PLANNER_BINDING_RULES
             rules.append(rule(RBAC, ["clusterroles"], ["get"], [f"{self.release}-planner"]))
+            if self.grove:
+                # The ClusterTopologyBinding a KV-transfer policy names (cluster-scoped, any name).
+                rules.append(rule(GROVE, ["clustertopologybindings"], ["get"]))
         return rules
 
     @property

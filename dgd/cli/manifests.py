@@ -23,6 +23,9 @@ from dgd.domain.render.errors import RenderError
 from dgd.domain.render.offline import InvalidInput, prepare, refusals, render
 from dgd.messages.dgd import API_VERSION_V1ALPHA1, KIND
 
+#: The Grove kind whose levels a KV-transfer policy's ``clusterTopologyName`` resolves to.
+BINDING_KIND = "ClusterTopologyBinding"
+
 #: ``convert --help``.
 CONVERT = (
     "Print FILE with every nvidia.com/v1alpha1 DynamoGraphDeployment converted to nvidia.com/v1beta1 "
@@ -37,7 +40,11 @@ RENDER = (
     "DynamoComponentDeployments. v1alpha1 DGDs are converted first; every DGD is admitted as a "
     "create, with upstream's webhook defaults applied in memory. Owner references and sync "
     "bookkeeping annotations are added when the operator writes, so they are not shown. Nothing "
-    "is printed unless every DGD renders."
+    "is printed unless every DGD renders. No cluster is read: admission's live lookups (the "
+    "ClusterTopologyBinding a topology constraint or KV-transfer policy names, whether the "
+    "InferencePool API is served for an EPP component) are skipped. A KV-transfer policy with "
+    "clusterTopologyName needs that binding's levels: give the ClusterTopologyBinding with "
+    "--cluster-topology FILE, or as a document of FILE (it is not printed)."
 )
 
 
@@ -52,7 +59,9 @@ def add_commands(commands: Any) -> None:
             "v1alpha1 DGDs are converted first and their errors reported at v1alpha1 paths. Documents of "
             "other API groups are skipped; an unknown kind in the nvidia.com group is an error. Rules that "
             "depend on the workload pathway read the nvidia.com/enable-grove annotation (absent: Grove). "
-            "A file that cannot be read is reported and the others are still checked."
+            "A file that cannot be read is reported and the others are still checked. No cluster is read: "
+            "the webhook's live lookups (the ClusterTopologyBinding a topology constraint or KV-transfer "
+            "policy names, whether the InferencePool API is served for an EPP component) are skipped."
         ),
     )
     validate.add_argument("files", nargs="+", metavar="FILE", help="manifest file, or - for standard input")
@@ -72,6 +81,14 @@ def add_commands(commands: Any) -> None:
         choices=("grove", "component"),
         help="workload pathway (default: as the operator chooses: Grove unless nvidia.com/enable-grove is "
         '"false" or the config disables Grove)',
+    )
+    render.add_argument(
+        "--cluster-topology",
+        metavar="FILE",
+        action="append",
+        default=[],
+        help="YAML with the Grove ClusterTopologyBinding(s) a kvTransferPolicy.clusterTopologyName names "
+        "(repeatable)",
     )
     wire(render, _render, ok="every DGD rendered", failed="a DGD is invalid or cannot be rendered")
 
@@ -149,13 +166,30 @@ def _convert(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _bindings(documents: list[Any]) -> dict[str, Any]:
+    """The ClusterTopologyBindings among ``documents``, by name."""
+    return {
+        str(doc["metadata"]["name"]): doc
+        for doc in documents
+        if isinstance(doc, dict)
+        and doc.get("kind") == BINDING_KIND
+        and isinstance(doc.get("metadata"), dict)
+        and doc["metadata"].get("name")
+    }
+
+
 def _render(args: argparse.Namespace) -> int:
     config = read_config(args.config)
     documents = read_manifests(args.file)
+    bindings = _bindings(documents)
+    for path in args.cluster_topology:
+        bindings.update(_bindings(read_manifests(path)))
     rendered: list[Any] = []
     failed = False
     for index, document in enumerate(documents):
         is_dgd = isinstance(document, dict) and document.get("kind") == KIND
+        if isinstance(document, dict) and document.get("kind") == BINDING_KIND:
+            continue
         if not is_dgd:
             kind = document.get("kind") if isinstance(document, dict) else None
             print(
@@ -173,7 +207,7 @@ def _render(args: argparse.Namespace) -> int:
             problems = refusals(dgd, config)
             if problems:
                 raise InvalidInput([str(problem) for problem in problems])
-            rendered += render(dgd, config=config)
+            rendered += render(dgd, config=config, bindings=bindings)
         except InvalidInput as exc:
             failed = True
             for error in exc.errors:

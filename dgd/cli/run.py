@@ -48,6 +48,7 @@ from dgd.cluster.errors import ClusterError
 from dgd.cluster.protocol import Cluster
 from dgd.daemon.lease import LeaseTiming
 from dgd.daemon.logs import FORMATS, LEVELS, Format, configure
+from dgd.daemon.lookups import Discover
 from dgd.daemon.metrics import DaemonMetrics
 from dgd.daemon.run import Daemon, DaemonSettings
 from dgd.daemon.servers import AddressError, parse_address
@@ -314,7 +315,11 @@ async def _main(settled: Options, metrics: DaemonMetrics) -> int:
     try:
         async with connect(settled.kubeconfig, qps=settled.qps, burst=settled.burst) as connected:
             cluster, election, served = connected
-            return await serve(cluster, served, settled, metrics=metrics, election_cluster=election)
+            # API discovery stays live for admission (an InferencePool CRD installed later counts).
+            discover = getattr(cluster, "group_versions", None)
+            return await serve(
+                cluster, served, settled, metrics=metrics, election_cluster=election, discover=discover
+            )
     except AdapterMissing as exc:
         raise Invalid(str(exc)) from None
     except ClusterError as exc:
@@ -328,6 +333,7 @@ async def serve(
     *,
     metrics: DaemonMetrics | None = None,
     election_cluster: Cluster | None = None,
+    discover: Discover | None = None,
 ) -> int:
     """Resolve the feature gates against what the cluster serves, then run the daemon until a signal
     (or its own end). The testable part of ``run``: any ``Cluster`` will do."""
@@ -349,6 +355,7 @@ async def serve(
         metrics=metrics,
         election_cluster=election_cluster,
         recorder=recorder,
+        discover=discover,
     )
     async with anyio.create_task_group() as tg:
         tg.start_soon(_signals, daemon)

@@ -47,6 +47,7 @@ from dgd.sim.apiserver.catalog import CUSTOM_RESOURCE_DEFINITION
 from dgd.sim.apiserver.server import Facade, serve, write_kubeconfig
 from dgd.sim.conversion import webhook_conversion
 from dgd.sim.key_pool import KeyPool
+from dgd.sim.world import bootstrap as world_bootstrap
 from dgd.sim.world.bootstrap import Discovery, bootstrap
 from dgd.sim.world.checkpoint import CheckpointController
 from dgd.sim.world.controller import WorldController
@@ -151,7 +152,10 @@ class _Server:
             history_size=HISTORY,
             watch_buffer=HISTORY,
             # The operator's webhooks, in process: what `validate` refuses, kubectl is refused too.
-            admission=webhook_chain(simulated_admission(self._config, self._settings)),
+            admission=webhook_chain(
+                simulated_admission(self._config, self._settings),
+                served_groups=world_bootstrap.discovery(self._settings).group_versions,
+            ),
             user=SIMULATED_OPERATOR,
         )
         # What the cluster starts with, written by the world's own client.

@@ -17,6 +17,7 @@ from dgd.cluster.errors import ClusterError
 from dgd.cluster.protocol import Cluster
 from dgd.daemon.certificate_sources import CertificateDirectory, OwnCertificates, reload_every
 from dgd.daemon.certificates import Certificates
+from dgd.daemon.lookups import Discover
 from dgd.daemon.registration import WebhookSettings, operator_principal, register
 from dgd.daemon.servers import Server, parse_address
 from dgd.daemon.webhooks import TLS, Converter, webhook_app
@@ -44,8 +45,10 @@ class WebhookService:
         restricted: tuple[str, ...],
         wall: Callable[[], float],
         converter: Converter | None,
+        discover: Discover | None = None,
     ) -> None:
         self._cluster = cluster
+        self._discover = discover
         self.settings = settings
         self._admission = admission
         self._restricted = restricted
@@ -84,7 +87,9 @@ class WebhookService:
         logger.info(
             "admission takes %s as the operator's principal", admission.operator_principal or "nobody"
         )
-        app = webhook_app(admission, converter=self._converter, cluster=self._cluster)
+        app = webhook_app(
+            admission, converter=self._converter, cluster=self._cluster, discover=self._discover
+        )
         server = await Server.start(app, self._host, self._port, tls=self._tls.context)
         stack.push_async_callback(server.stop)
         stack.callback(self._tls.close)

@@ -42,6 +42,7 @@ from dgd.cluster.protocol import Cluster
 from dgd.daemon.admission import WebhookService
 from dgd.daemon.election import LeaderElector
 from dgd.daemon.lease import LeaseTiming
+from dgd.daemon.lookups import Discover
 from dgd.daemon.metrics import DaemonMetrics
 from dgd.daemon.probes import Health, Role
 from dgd.daemon.registration import WebhookSettings
@@ -86,6 +87,7 @@ class Daemon:
 
     ``election_cluster`` (default: ``cluster``) carries the lease requests: give it a client of its
     own, so a busy operator's client-side rate limit never delays a renewal past the deadline.
+    ``discover`` is API discovery, for the webhooks' InferencePool check (``None``: it is skipped).
     """
 
     def __init__(
@@ -103,6 +105,7 @@ class Daemon:
         health: Health | None = None,
         election_cluster: Cluster | None = None,
         recorder: DaemonRecorder | None = None,
+        discover: Discover | None = None,
     ) -> None:
         self._cluster = cluster
         self._election_cluster = election_cluster or cluster
@@ -138,6 +141,7 @@ class Daemon:
                 or ((config.namespace.restricted,) if config.namespace.restricted else ()),
                 wall=wall,
                 converter=CONVERTER,
+                discover=discover,
             )
 
     def stop(self) -> None:

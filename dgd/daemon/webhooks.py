@@ -16,6 +16,10 @@ answer in a worker thread. It never refuses a pod: a checkpoint that cannot be r
 ``READ_TIMEOUT``, or a failure of its own, is answered "allowed, unchanged" with the reason, as
 failurePolicy ``Ignore`` would have it.
 
+DGD validation reads the cluster too (``dgd.daemon.lookups``): on a create, the ClusterTopologyBindings
+the DGD names and whether the InferencePool API is served, on the loop, before the rules run in a
+worker thread.
+
 Replicas serve whether or not they lead: admission must not wait for an election.
 """
 
@@ -38,6 +42,7 @@ from aiohttp import web
 from dgd.cluster.errors import ClusterError
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import CHECKPOINT
+from dgd.daemon.lookups import Discover, look_up
 from dgd.domain.admission import pod_restore
 from dgd.domain.admission import webhooks as handlers
 from dgd.domain.admission.pod_restore import Candidate, Unavailable
@@ -116,12 +121,18 @@ def webhook_app(
     converter: Converter | None,
     paths: Mapping[str, Handler] = ADMISSION_PATHS,
     cluster: Cluster | None = None,
+    discover: Discover | None = None,
 ) -> web.Application:
     """The webhook routes (see the module); ``converter`` ``None``: no ``/convert``; ``cluster``: what
-    the pod restore mutator reads checkpoints through (``None``: it is not served)."""
+    the pod restore mutator reads checkpoints and DGD validation its lookups through (``None``: the
+    mutator is not served and the lookups are skipped); ``discover``: API discovery, for whether the
+    InferencePool API is served (``None``: that check is skipped)."""
     app = web.Application(client_max_size=MAX_BODY)
     for path, handler in paths.items():
-        app.router.add_post(path, partial(_admit, handler, settings))
+        if handler is handlers.validate_dgd and cluster is not None:
+            app.router.add_post(path, partial(_validate_dgd, settings, cluster, discover))
+        else:
+            app.router.add_post(path, partial(_admit, handler, settings))
     if cluster is not None:
         app.router.add_post(POD_RESTORE_PATH, partial(_restore, settings, cluster))
     if converter is not None:
@@ -159,6 +170,19 @@ async def _admit(handler: Handler, settings: AdmissionSettings, request: web.Req
     if isinstance(review, web.Response):
         return review
     assert review.request is not None
+    response = await anyio.to_thread.run_sync(_answer, handler, review.request, settings)
+    return _json(AdmissionReview(api_version=review.api_version, kind=review.kind, response=response))
+
+
+async def _validate_dgd(
+    settings: AdmissionSettings, cluster: Cluster, discover: Discover | None, request: web.Request
+) -> web.Response:
+    review = await _read(request, AdmissionReviewRequest)
+    if isinstance(review, web.Response):
+        return review
+    assert review.request is not None
+    lookups = await look_up(cluster, discover, review.request)
+    handler = partial(handlers.validate_dgd, lookups=lookups)
     response = await anyio.to_thread.run_sync(_answer, handler, review.request, settings)
     return _json(AdmissionReview(api_version=review.api_version, kind=review.kind, response=response))
 

@@ -12,20 +12,33 @@ Pod creates go through the pod checkpoint-restore mutator (dgd-domain §10.6 (b)
 gate is on, as the daemon registers it: a restore candidate's DynamoCheckpoint is read from the store
 as the pod is written, so a pod the simulated Grove or DCD controller creates once an ``Immediate``
 checkpoint is Ready is created restored, and the ones before it cold, as on a real cluster.
+
+DGD validation gets the live lookups the daemon's webhook makes (``dgd.daemon.lookups``): the
+ClusterTopologyBindings a DGD names, read from the store as it is written, and whether the
+InferencePool API is served, from the world's served groups.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from functools import partial
 from typing import NamedTuple
 
 import msgspec
 
 from dgd.cluster.admission import Admission, AdmissionAttempt
 from dgd.cluster.errors import Cause, ClusterError, Invalid
-from dgd.cluster.resources import CHECKPOINT
+from dgd.cluster.resources import CHECKPOINT, CLUSTER_TOPOLOGY_BINDING
 from dgd.domain.admission import json_patch, pod_restore
 from dgd.domain.admission import webhooks as handlers
+from dgd.domain.admission.lookups import (
+    INFERENCE_POOL_GROUP,
+    BindingRead,
+    ClusterLookups,
+    binding_levels,
+    wanted,
+)
 from dgd.domain.admission.pod_restore import Candidate, Unavailable
 from dgd.domain.admission.webhooks import AdmissionSettings, Handler
 from dgd.messages.admission import (
@@ -125,8 +138,27 @@ def _checkpoint(attempt: AdmissionAttempt, wanted: Candidate) -> JSONObject | Un
     return found
 
 
-def webhook_chain(settings: AdmissionSettings) -> Admission:
-    """The ``Admission`` of a cluster with this operator's webhooks installed (see the module)."""
+def _lookups(attempt: AdmissionAttempt, served_groups: Sequence[str] | None) -> ClusterLookups | None:
+    """What the daemon's webhook would read for a DGD write, read from the store and the world."""
+    needed = wanted(attempt.obj)
+    served = served_groups is None or any(
+        gv.rpartition("/")[0] == INFERENCE_POOL_GROUP for gv in served_groups
+    )
+    bindings = {}
+    for name in needed.bindings:
+        try:
+            found = attempt.read(CLUSTER_TOPOLOGY_BINDING, None, name) if attempt.read else None
+        except ClusterError as error:
+            bindings[name] = BindingRead(error=str(error))
+            continue
+        bindings[name] = BindingRead() if found is None else BindingRead(levels=binding_levels(found))
+    return ClusterLookups(inference_pool=served, bindings=bindings)
+
+
+def webhook_chain(settings: AdmissionSettings, *, served_groups: Sequence[str] | None = None) -> Admission:
+    """The ``Admission`` of a cluster with this operator's webhooks installed (see the module);
+    ``served_groups``: the ``group/version`` s the world serves (``None``: the InferencePool check is
+    skipped)."""
 
     def admit(attempt: AdmissionAttempt) -> JSONObject:
         if (attempt.group, attempt.kind) == ("", "Pod"):
@@ -145,6 +177,8 @@ def webhook_chain(settings: AdmissionSettings) -> Admission:
                 obj = json_patch.apply(obj, json.loads(response.patch))
                 request = msgspec.structs.replace(request, object=obj)
         webhook, validate = registered.validate
+        if validate is handlers.validate_dgd:
+            validate = partial(handlers.validate_dgd, lookups=_lookups(attempt, served_groups))
         response = validate(request, settings)
         if not response.allowed:
             raise _refusal(webhook, request, response)

@@ -40,7 +40,7 @@ from dgd.cluster.resources import DEFAULT_RESOURCES, Resource
 from dgd.messages.config import OperatorConfig
 from dgd.sim.admission import SIMULATED_OPERATOR, simulated_admission, webhook_chain
 from dgd.sim.clock import EPOCH
-from dgd.sim.world.bootstrap import Discovery, bootstrap
+from dgd.sim.world.bootstrap import Discovery, bootstrap, discovery
 from dgd.sim.world.checkpoint import CheckpointController
 from dgd.sim.world.controller import Resync, WorldController
 from dgd.sim.world.dcd import DCDController
@@ -187,7 +187,10 @@ class SimulatedCluster:
             watch_buffer=self._watch_buffer,
             # The operator's webhooks come with the operator (a world-only cluster has none).
             admission=(
-                webhook_chain(simulated_admission(self._config, self._settings))
+                webhook_chain(
+                    simulated_admission(self._config, self._settings),
+                    served_groups=discovery(self._settings).group_versions,
+                )
                 if self._operator is not None and self._admission
                 else None
             ),

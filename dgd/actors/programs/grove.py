@@ -25,7 +25,7 @@ from dgd.actors.programs.steps import ProgramParts, WorkloadProgram
 from dgd.actors.recorder import Recorder
 from dgd.actors.runtime import ActorError, Ref
 from dgd.cluster.errors import ClusterError
-from dgd.cluster.resources import INGRESS, PCS, SERVICE, Resource
+from dgd.cluster.resources import CLUSTER_TOPOLOGY_BINDING, INGRESS, PCS, SERVICE, VIRTUAL_SERVICE, Resource
 from dgd.domain.admission.defaulting import default_in_memory
 from dgd.domain.checkpoint import (
     CheckpointInfo,
@@ -47,7 +47,9 @@ from dgd.domain.readiness import (
     InconsistentRevision,
     grove_readiness,
 )
+from dgd.domain.render import kv_transfer
 from dgd.domain.render.errors import RenderError
+from dgd.domain.render.frontend_exposure import manages_virtual_services
 from dgd.domain.render.pcs import graph_discovery_backend, graph_pcs_name, render_pcs
 from dgd.domain.render.provider_overrides import apply_provider_overrides
 from dgd.domain.render.stable_resources import render_stable_resources
@@ -183,7 +185,8 @@ class GroveProgram(WorkloadProgram):
         )
         gated = gated_components(infos)
         stamps = restart.stamps()
-        extra = msgspec.json.encode((stamps, sorted(infos.items())))
+        domains = await self._topology_domains(dgd)
+        extra = msgspec.json.encode((stamps, sorted(infos.items()), domains))
         # 2. Render against the one observation (replicas and order kept, restart stamps carried),
         # unless neither the DGD nor the PodCliqueSet changed since the last sync left them equal.
         inputs = _pcs_inputs_digest(result.dgd, observed, extra)
@@ -197,6 +200,7 @@ class GroveProgram(WorkloadProgram):
                 worker_generation_changed=plan.changed,
                 restart_at=stamps,
                 gated=gated,
+                topology_domains=domains,
             )
             desired = restore_cliques(
                 apply_provider_overrides(msgspec.to_builtins(rendered), dgd), infos, self._config
@@ -217,7 +221,7 @@ class GroveProgram(WorkloadProgram):
         scaled = await self._grove_scaler.ask(Scale(dgd, gated))
         if isinstance(scaled, StepFailed):
             raise Failure(FAILED_TO_RECONCILE, f"failed to reconcile Grove scaling: {scaled.message}")
-        # 6. Services and Ingress beside the workload; those of removed components go.
+        # 6. Services, Ingress and VirtualService beside the workload; those no longer rendered go.
         await self._stable_resources(dgd, result.dgd)
         # 7. Readiness from the synced PodCliqueSet and one read of each child.
         written = {change.component: change.child for change in scaled.changes if change.child is not None}
@@ -236,20 +240,39 @@ class GroveProgram(WorkloadProgram):
             outcome = msgspec.structs.replace(outcome, reason=readiness.classification)
         return outcome
 
+    async def _topology_domains(self, dgd: DynamoGraphDeployment) -> tuple[str, ...]:
+        """The levels of the ClusterTopologyBinding the KV-transfer policy names (none without one),
+        read on every run: a binding edited since the last sync changes the workers' topology files."""
+        policy = kv_transfer.policy_of(dgd)
+        if policy is None or not policy.cluster_topology_name:
+            return ()
+        key = CLUSTER_TOPOLOGY_BINDING.key(None, policy.cluster_topology_name)
+        try:
+            binding = await self._reader.get(key)
+        except ClusterError as error:
+            why = f'failed to read ClusterTopologyBinding "{key.name}" for kvTransferPolicy: {error}'
+            raise Failure(FAILED_TO_RECONCILE, why) from error
+        return kv_transfer.binding_domains(policy, binding)
+
     async def _stable_resources(self, dgd: DynamoGraphDeployment, owner: DynamoGraphDeployment) -> None:
         namespace = dgd.metadata.namespace or ""
         wanted = render_stable_resources(
             dgd, config=self._config, discovery_backend=graph_discovery_backend(dgd, self._config)
         )
-        names: dict[str, set[str]] = {kind: set() for kind in _STABLE_KINDS}
+        # VirtualServices are this program's only while the config names a gateway (Istio is then
+        # installed): without one, upstream neither writes nor deletes them.
+        kinds = dict(_STABLE_KINDS)
+        if manages_virtual_services(self._config):
+            kinds["VirtualService"] = VIRTUAL_SERVICE
+        names: dict[str, set[str]] = {kind: set() for kind in kinds}
         for desired in wanted:
-            resource = _STABLE_KINDS[desired["kind"]]
+            resource = kinds[desired["kind"]]
             name = desired["metadata"]["name"]
             names[desired["kind"]].add(name)
             live = await self._reader.get(resource.key(namespace, name))
             await self._syncer.sync(resource, desired, live, owner=owner)
         # Departure from upstream: what this DGD controls and no longer renders is deleted.
-        for kind, resource in _STABLE_KINDS.items():
+        for kind, resource in kinds.items():
             for live in await self._reader.controlled_by(resource, namespace, owner.metadata.uid):
                 if (live.get("metadata") or {}).get("name") not in names[kind]:
                     await self._syncer.delete(resource, live, owner=owner, why="the DGD no longer renders it")

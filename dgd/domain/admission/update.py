@@ -21,6 +21,8 @@ from dgd.domain.admission.component_updates import (
 )
 from dgd.domain.admission.defaulting import WORKLOAD_PROVIDER, default_dgd
 from dgd.domain.admission.errors import FieldError, show
+from dgd.domain.admission.lookups import ClusterLookups, lookup_errors
+from dgd.domain.admission.pathway import grove_refusal
 from dgd.domain.admission.principals import Requester, may_change_scaled_replicas, may_materialize_provider
 from dgd.domain.admission.validation import Verdict, component_path, document_order, validate_stateless
 from dgd.messages.component import ComponentSpec
@@ -34,18 +36,24 @@ def validate_update(
     requester: Requester | None,
     operator_principal: str | None,
     grove_enabled: bool,
+    lookups: ClusterLookups | None = None,
 ) -> Verdict:
     """Admit ``new`` as an update of the stored ``old``.
 
     ``requester`` is the request's user info (``None`` when it had none); ``operator_principal`` is the
     operator's own username (``None`` when unknown). When allowed, the verdict carries ``new`` as the
     mutating webhook leaves it (its defaults applied in memory, which is a no-op when they already are).
-    A DGD being deleted is always allowed, so its finalizers can be removed.
+    A DGD being deleted is always allowed, so its finalizers can be removed. ``lookups``: what the
+    caller read from the cluster (as on create: the binding rules only while ``generation`` is 1).
     """
     if new.metadata.deletion_timestamp is not None:
         return Verdict(errors=[], warnings=[], dgd=new)
     dgd = default_dgd(new, grove_enabled=grove_enabled, operator_version=None, create=False)
-    stateless = sorted(validate_stateless(dgd, grove_enabled=grove_enabled, create=False), key=document_order)
+    stateless = list(validate_stateless(dgd, grove_enabled=grove_enabled, create=False))
+    if lookups is not None:
+        refusal = grove_refusal(dgd.metadata, grove_enabled=grove_enabled)
+        stateless += lookup_errors(dgd, lookups, grove_refusal=refusal)
+    stateless.sort(key=document_order)
     if stateless:
         return Verdict(errors=stateless, warnings=[])
     may_scale = may_change_scaled_replicas(requester, operator_principal)

@@ -1,8 +1,9 @@
 """Admission of a DGD, as upstream's CRD schema, CEL rules and validating webhook would decide it.
 
-Only rules that need no cluster are here (supplement §4.3-§4.4): a DGD is checked as a **create**,
-after the defaults of ``dgd.domain.admission.defaulting`` are applied in memory, and every independent problem
-is reported, not just the first.
+The rules are pure (supplement §4.3-§4.4): a DGD is checked as a **create**, after the defaults of
+``dgd.domain.admission.defaulting`` are applied in memory, and every independent problem is reported,
+not just the first. The few rules that need the cluster take what the caller read
+(``dgd.domain.admission.lookups``), and are skipped when it read nothing.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import msgspec
 from dgd.domain.admission.components import check_component, runtime_version_warnings
 from dgd.domain.admission.defaulting import GROVE_API_VERSION, ORIGIN_VERSION, WORKLOAD_PROVIDER, default_dgd
 from dgd.domain.admission.errors import FieldError, show
+from dgd.domain.admission.lookups import ClusterLookups, lookup_errors
 from dgd.domain.admission.pathway import grove_refusal
 from dgd.domain.admission.schema import check
 from dgd.domain.naming import component_budget, pcs_name
@@ -48,8 +50,15 @@ class Verdict(msgspec.Struct, frozen=True):
     dgd: DynamoGraphDeployment | None = None
 
 
-def admit(document: object, *, grove_enabled: bool = True, operator_version: str | None = None) -> Verdict:
-    """Check a v1beta1 DGD document (plain JSON values) as a create."""
+def admit(
+    document: object,
+    *,
+    grove_enabled: bool = True,
+    operator_version: str | None = None,
+    lookups: ClusterLookups | None = None,
+) -> Verdict:
+    """Check a v1beta1 DGD document (plain JSON values) as a create; ``lookups``: what the caller read
+    from the cluster for it (``None``: nothing, and the rules that need the cluster are skipped)."""
     if not isinstance(document, dict):
         return Verdict(errors=[FieldError("", f"{show(document)} is not an object")], warnings=[])
     errors = check(document, DynamoGraphDeployment)
@@ -60,7 +69,11 @@ def admit(document: object, *, grove_enabled: bool = True, operator_version: str
     except msgspec.ValidationError as exc:  # the schema walk and msgspec disagree: still a clear error
         return Verdict(errors=[FieldError("", str(exc))], warnings=[])
     dgd = default_dgd(decoded, grove_enabled=grove_enabled, operator_version=operator_version, create=True)
-    errors = sorted(validate_create(dgd, grove_enabled=grove_enabled), key=document_order)
+    errors = list(validate_create(dgd, grove_enabled=grove_enabled))
+    if lookups is not None:
+        refusal = grove_refusal(dgd.metadata, grove_enabled=grove_enabled)
+        errors += lookup_errors(dgd, lookups, grove_refusal=refusal)
+    errors.sort(key=document_order)
     warnings = list(metadata_warnings(dgd))
     warnings += [
         w

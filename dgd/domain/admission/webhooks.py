@@ -31,6 +31,7 @@ from dgd.domain.admission import dcd as dcd_rules
 from dgd.domain.admission.defaulting import default_dgd
 from dgd.domain.admission.errors import FieldError
 from dgd.domain.admission.json_patch import diff
+from dgd.domain.admission.lookups import ClusterLookups
 from dgd.domain.admission.principals import Requester
 from dgd.domain.admission.update import validate_update
 from dgd.domain.admission.validation import admit
@@ -187,15 +188,21 @@ def mutate_dgd(request: AdmissionRequest, settings: AdmissionSettings) -> Admiss
     return allowed(request, patch=diff(msgspec.to_builtins(dgd), msgspec.to_builtins(defaulted)))
 
 
-def validate_dgd(request: AdmissionRequest, settings: AdmissionSettings) -> AdmissionResponse:
+def validate_dgd(
+    request: AdmissionRequest, settings: AdmissionSettings, lookups: ClusterLookups | None = None
+) -> AdmissionResponse:
     """DGD validation: §4.4 on CREATE, §4.5 on UPDATE with the requester's exemptions (§4.6); every
-    independent error at once, warnings as warnings."""
+    independent error at once, warnings as warnings. ``lookups`` are what the server read from the
+    cluster for the request (``lookups.wanted`` says what); without them those rules are skipped."""
     skipped = _not_ours(request)
     if skipped is not None:
         return skipped
     if request.operation == "CREATE":
         verdict = admit(
-            request.object, grove_enabled=settings.grove_enabled, operator_version=settings.operator_version
+            request.object,
+            grove_enabled=settings.grove_enabled,
+            operator_version=settings.operator_version,
+            lookups=lookups,
         )
         return answer(request, verdict.errors, verdict.warnings)
     new = _decoded(request, DynamoGraphDeployment, request.object)
@@ -210,6 +217,7 @@ def validate_dgd(request: AdmissionRequest, settings: AdmissionSettings) -> Admi
         requester=_requester(request),
         operator_principal=settings.operator_principal,
         grove_enabled=settings.grove_enabled,
+        lookups=lookups,
     )
     return answer(request, verdict.errors, verdict.warnings)
 

@@ -24,6 +24,7 @@ from dgd.domain.metadata_keys import (
 )
 from dgd.domain.naming import component_resource_name, dynamo_namespace, worker_dcd_name
 from dgd.domain.pod_merge import JSON
+from dgd.domain.render import kv_transfer
 from dgd.domain.render.component_defaults import PLANNER_SERVICE_ACCOUNT
 from dgd.domain.render.template_defaults import (
     apply_template_defaults,
@@ -98,6 +99,10 @@ def _render_dcd(
 
     # Pod template: graph defaults, then the operator's pod-template labels and annotations.
     prepared = apply_template_defaults(component, dgd)
+    policy = kv_transfer.applies(dgd, component)
+    if policy is not None:
+        # No binding levels here: admission keeps clusterTopologyName to the Grove pathway.
+        prepared = kv_transfer.with_policy(prepared, policy, ())
     template: JSON = prepared.pod_template or {}
     pod_labels = template_metadata(template, "labels")
     pod_annotations = template_metadata(template, "annotations")
@@ -131,7 +136,11 @@ def _render_dcd(
         name=dcd_name(dgd_name, component, worker_hash),
         namespace=namespace,
         labels=dict(sorted(labels.items())),
-        annotations={DCD_SPEC_PAYLOAD: dcd_spec_payload(dgd, component.name)},
+        annotations={
+            DCD_SPEC_PAYLOAD: dcd_spec_payload(dgd, component.name),
+            # The DCD controller hands the topology source on to the worker's pods.
+            **(kv_transfer.source_annotations(policy) if policy is not None else {}),
+        },
     )
     return DynamoComponentDeployment(api_version=API_VERSION, metadata=metadata, spec=spec)
 

@@ -3,13 +3,14 @@
 ``prepare`` turns a manifest into the DGD as the operator would hold it after admission (converted
 from v1alpha1 if needed, validated as a create, defaulted in memory). ``refusals`` lists what this
 operator cannot render yet, each naming its field. ``render`` returns the objects of the DGD's
-pathway: the PodCliqueSet and its stable Services/Ingress on Grove, the DCDs on the Component
-pathway. Shared resources (RBAC, ConfigMaps, scaling adapters) are not part of rendering.
+pathway: the PodCliqueSet and its stable Services, Ingress and VirtualService on Grove, the DCDs on
+the Component pathway. Shared resources (RBAC, ConfigMaps, scaling adapters) are not part of rendering.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import msgspec
@@ -20,6 +21,7 @@ from dgd.domain.conversion.dgd import ConversionError, dgd_to_v1beta1
 from dgd.domain.metadata_keys import MAX_LABEL_VALUE
 from dgd.domain.naming import dynamo_namespace
 from dgd.domain.pod_merge import JSON
+from dgd.domain.render import kv_transfer
 from dgd.domain.render.dcd import render_dcds
 from dgd.domain.render.errors import RenderError, not_supported_yet
 from dgd.domain.render.pcs import graph_discovery_backend, render_pcs
@@ -92,8 +94,6 @@ def refusals(dgd: DynamoGraphDeployment, config: OperatorConfig) -> list[RenderE
                 f"it allows at most {MAX_LABEL_VALUE}",
             )
         )
-    if dgd.spec.experimental is not None and dgd.spec.experimental.kv_transfer_policy is not None:
-        problems.append(not_supported_yet("spec.experimental.kvTransferPolicy", "KV-transfer policy"))
     if grove and config.orchestrators.grove.enabled is False:
         problems.append(
             RenderError(
@@ -143,10 +143,6 @@ def _component_refusals(
                 "configuration (checkpoint.enabled)",
             )
         )
-    if grove and component.type == "frontend" and config.ingress.virtual_service_gateway:
-        problems.append(
-            not_supported_yet(f"{at} (operator config ingress.virtualServiceGateway)", "Istio VirtualService")
-        )
     if not grove and is_multinode(component) and config.orchestrators.lws.enabled is False:
         problems.append(
             RenderError(
@@ -157,14 +153,23 @@ def _component_refusals(
 
 
 def render(
-    dgd: DynamoGraphDeployment, *, config: OperatorConfig, existing_pcs: PodCliqueSet | None = None
+    dgd: DynamoGraphDeployment,
+    *,
+    config: OperatorConfig,
+    existing_pcs: PodCliqueSet | None = None,
+    bindings: Mapping[str, JSON] | None = None,
 ) -> list[JSON]:
-    """The objects of a prepared DGD's pathway, as JSON, in a stable order; ``RenderError`` if refused."""
+    """The objects of a prepared DGD's pathway, as JSON, in a stable order; ``RenderError`` if refused.
+
+    ``bindings`` are the Grove ClusterTopologyBindings at hand, by name: a KV-transfer policy with a
+    ``clusterTopologyName`` is rendered from the levels of the one it names (no cluster is read here).
+    """
     problems = refusals(dgd, config)
     if problems:
         raise problems[0]
     if (dgd.metadata.annotations or {}).get(WORKLOAD_PROVIDER) == "grove":
-        pcs = render_pcs(dgd, config=config, existing=existing_pcs)
+        domains = _topology_domains(dgd, bindings or {})
+        pcs = render_pcs(dgd, config=config, existing=existing_pcs, topology_domains=domains)
         objects = [apply_provider_overrides(msgspec.to_builtins(pcs), dgd)]
         objects += render_stable_resources(
             dgd, config=config, discovery_backend=graph_discovery_backend(dgd, config)
@@ -173,6 +178,21 @@ def render(
         dcds = render_dcds(dgd, worker_hash=worker_hash(dgd))
         objects = [msgspec.to_builtins(dcd) for dcd in dcds]
     return [_kubernetes_order(obj) for obj in objects]
+
+
+def _topology_domains(dgd: DynamoGraphDeployment, bindings: Mapping[str, JSON]) -> tuple[str, ...]:
+    policy = kv_transfer.policy_of(dgd)
+    name = policy.cluster_topology_name if policy is not None else None
+    if policy is None or not name:
+        return ()
+    if name not in bindings:
+        raise RenderError(
+            f"{kv_transfer.POLICY_PATH}.clusterTopologyName",
+            f'"{name}": the topology files of the workers come from the levels of this '
+            "ClusterTopologyBinding, and rendering reads no cluster: give the binding (kind "
+            "ClusterTopologyBinding, grove.io/v1alpha1) with --cluster-topology FILE or in the manifest file",
+        )
+    return kv_transfer.binding_domains(policy, bindings[name])
 
 
 def _kubernetes_order(obj: JSON) -> JSON:

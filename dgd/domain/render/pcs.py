@@ -8,7 +8,7 @@ selectors and topology kept). Provider overrides are applied afterwards (``provi
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Set
+from collections.abc import Mapping, Sequence, Set
 
 from msgspec import structs
 
@@ -21,6 +21,8 @@ from dgd.domain.metadata_keys import (
     WORKER_HASH,
 )
 from dgd.domain.naming import component_budget, dynamo_namespace, pcs_name
+from dgd.domain.pod_merge import JSON
+from dgd.domain.render import kv_transfer
 from dgd.domain.render import pcs_adjustments as adjust
 from dgd.domain.render.clique_metadata import clique_annotations, clique_labels
 from dgd.domain.render.errors import RenderError
@@ -79,12 +81,15 @@ def render_pcs(
     restart_at: Mapping[str, str] | None = None,
     gated: Set[str] = frozenset(),
     pull_secrets: PullSecrets | None = None,
+    topology_domains: Sequence[str] = (),
 ) -> PodCliqueSet:
     """The desired PodCliqueSet of a defaulted, namespaced DGD.
 
     ``worker_generation_changed`` comes from the worker-hash plan (§12.7); ``restart_at`` is the
     ``nvidia.com/restartAt`` value per component the restart state selects (others keep what
     ``existing`` carries); components in ``gated`` wait for a checkpoint and get 0 replicas.
+    ``topology_domains`` are the levels of the ClusterTopologyBinding a KV-transfer policy names
+    (``kv_transfer.binding_domains``).
     """
     name = dgd.metadata.name or ""
     annotations = dgd.metadata.annotations or {}
@@ -102,7 +107,7 @@ def render_pcs(
     for index, component in enumerate(dgd.spec.components or []):
         built, group = _component_cliques(
             dgd, component, index, config, hash_value, component.name in legacy, stamps, kai, volcano,
-            gated, pull_secrets,
+            gated, pull_secrets, topology_domains,
         )  # fmt: skip
         cliques += built
         owner.update({c.name: component.name for c in built})
@@ -152,6 +157,7 @@ def _component_cliques(
     volcano: bool,
     gated: Set[str],
     pull_secrets: PullSecrets | None,
+    topology_domains: Sequence[str],
 ) -> tuple[list[PodCliqueTemplateSpec], PodCliqueScalingGroupConfig | None]:
     """The cliques of one component, and its scaling group when it has one."""
     namespace = dgd.metadata.namespace or ""
@@ -161,6 +167,9 @@ def _component_cliques(
 
     # Per-component preparation (§9.1): graph defaults, namespace label, discovery, worker hash.
     prepared = apply_template_defaults(component, dgd)
+    policy = kv_transfer.applies(dgd, component)
+    if policy is not None:
+        prepared = kv_transfer.with_policy(prepared, policy, topology_domains)
     template = prepared.pod_template or {}
     labels = {**template_metadata(template, "labels"), DYNAMO_NAMESPACE: dyn_ns}
     if hash_value is not None and component.type in WORKER_TYPES:
@@ -177,9 +186,7 @@ def _component_cliques(
         dgd, component, template, workload_type=workload_type, dynamo_namespace=dyn_ns,
         discovery_backend=discovery, kai_queue=kai,
     )  # fmt: skip
-    annotations = clique_annotations(dgd, component, template)
-    if component.name in stamps:
-        annotations = dict(sorted({**annotations, RESTART_AT: stamps[component.name]}.items()))
+    annotations = _annotations(dgd, component, template, stamps.get(component.name))
 
     role_list = roles(prepared)
     in_group = uses_pcsg(prepared)
@@ -215,6 +222,20 @@ def _component_cliques(
         )
     group = _scaling_group(dgd, component, role_list, gated) if in_group else None
     return cliques, group
+
+
+def _annotations(
+    dgd: DynamoGraphDeployment, component: ComponentSpec, template: JSON, stamp: str | None
+) -> dict[str, str]:
+    """A component's clique annotations: workers tell the topology-label controller what to copy
+    (KV-transfer policy), and a restart stamp rolls the pods."""
+    annotations = clique_annotations(dgd, component, template)
+    policy = kv_transfer.applies(dgd, component)
+    if policy is not None:
+        annotations.update(kv_transfer.source_annotations(policy))
+    if stamp is not None:
+        annotations[RESTART_AT] = stamp
+    return dict(sorted(annotations.items()))
 
 
 def _scaling_group(

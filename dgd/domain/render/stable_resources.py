@@ -1,14 +1,14 @@
 """Objects the Grove program keeps beside the PodCliqueSet (dgd-domain §9.5): model Services, component
-Services, the elastic-EP Ray leader Service, and the frontend Ingress.
+Services, the elastic-EP Ray leader Service, and the frontend Ingress and Istio VirtualService.
 
 All are plain JSON, in a stable order: model Services (first use order), then per component its
-Service, Ray Service and Ingress. Ingress exposure comes from the operator config, or from a
-component's preserved v1alpha1 ``ingress``.
+Service, Ray Service, Ingress and VirtualService. Exposure comes from the operator config, or from a
+component's preserved v1alpha1 ``ingress`` (``frontend_exposure``).
 """
 
 from __future__ import annotations
 
-from dgd.domain.conversion.alpha_view import alpha_annotations, alpha_ingress, alpha_labels
+from dgd.domain.conversion.alpha_view import alpha_annotations, alpha_labels
 from dgd.domain.metadata_keys import (
     BASE_MODEL,
     BASE_MODEL_HASH,
@@ -23,7 +23,7 @@ from dgd.domain.pod_merge import JSON
 from dgd.domain.podtemplate import main_container
 from dgd.domain.render.backends import launches_ray_head
 from dgd.domain.render.clique_metadata import model_hash
-from dgd.domain.render.errors import not_supported_yet
+from dgd.domain.render.frontend_exposure import Exposure, exposure, manages_virtual_services, virtual_service
 from dgd.domain.roles import node_count
 from dgd.messages.component import ComponentSpec
 from dgd.messages.config import OperatorConfig
@@ -35,19 +35,17 @@ FRONTEND_PORT, SYSTEM_PORT, EPP_GRPC_PORT, RAY_PORT = 8000, 9090, 9002, 6379
 def render_stable_resources(
     dgd: DynamoGraphDeployment, *, config: OperatorConfig, discovery_backend: str
 ) -> list[JSON]:
-    """The Services and Ingresses of a defaulted, namespaced DGD on the Grove pathway."""
+    """The Services, Ingresses and VirtualServices of a defaulted, namespaced DGD on the Grove pathway."""
     objects = _model_services(dgd)
     k8s_discovery = discovery_backend == "kubernetes"
-    for index, component in enumerate(dgd.spec.components or []):
+    for component in dgd.spec.components or []:
         if k8s_discovery or component.type == "frontend":
             objects.append(_component_service(dgd, component, k8s_discovery))
         ray = _ray_service(dgd, component)
         if ray is not None:
             objects.append(ray)
         if component.type == "frontend":
-            ingress = _ingress(dgd, component, config, f"spec.components[{index}]")
-            if ingress is not None:
-                objects.append(ingress)
+            objects += _exposure(dgd, component, config)
     return objects
 
 
@@ -143,47 +141,30 @@ def _ray_service(dgd: DynamoGraphDeployment, component: ComponentSpec) -> JSON |
     }
 
 
-def _ingress(
-    dgd: DynamoGraphDeployment, component: ComponentSpec, config: OperatorConfig, path: str
-) -> JSON | None:
-    """The frontend Ingress: the preserved v1alpha1 ``ingress`` of the component, else the config's."""
-    dgd_name = dgd.metadata.name or ""
-    alpha = alpha_ingress(dgd, component.name)
-    if alpha is not None:
-        if not alpha.get("enabled"):
-            return None
-        if alpha.get("useVirtualService"):
-            raise not_supported_yet(f"{path} (v1alpha1 ingress.useVirtualService)", "an Istio VirtualService")
-        host = (
-            f"{alpha.get('hostPrefix') or ''}{alpha.get('host') or ''}.{alpha.get('hostSuffix') or 'local'}"
-        )
-        class_name = alpha.get("ingressControllerClassName") or None
-        tls_secret = (alpha.get("tls") or {}).get("secretName")
-        extra_labels, extra_annotations = alpha.get("labels") or {}, alpha.get("annotations") or {}
-    else:
-        ingress = config.ingress
-        if ingress.virtual_service_gateway:
-            raise not_supported_yet(
-                "ingress.virtualServiceGateway (operator config)", "an Istio VirtualService"
-            )
-        if not ingress.controller_class_name:
-            return None
-        host = f"{dgd_name}.{ingress.host_suffix or 'local'}"
-        class_name, tls_secret = ingress.controller_class_name, ingress.controller_tls_secret_name or None
-        extra_labels, extra_annotations = {}, {}
-    name = service_name(dgd_name, component.name)
+def _exposure(dgd: DynamoGraphDeployment, component: ComponentSpec, config: OperatorConfig) -> list[JSON]:
+    """The frontend's Ingress and (while the config names a gateway) VirtualService, as enabled."""
+    settings = exposure(dgd, component.name, config)
+    name = service_name(dgd.metadata.name or "", component.name)
+    objects = [_ingress(dgd, name, settings)] if settings.ingress else []
+    if settings.virtual_service and manages_virtual_services(config):
+        objects.append(virtual_service(name, dgd.metadata.namespace or "", settings))
+    return objects
+
+
+def _ingress(dgd: DynamoGraphDeployment, name: str, settings: Exposure) -> JSON:
+    """The frontend Ingress: ``/`` of the host to the component's Service."""
     backend = {"service": {"name": name, "port": {"number": FRONTEND_PORT}}}
     spec: JSON = {}
-    if class_name:
-        spec["ingressClassName"] = class_name
+    if settings.class_name:
+        spec["ingressClassName"] = settings.class_name
     spec["rules"] = [
-        {"host": host, "http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": backend}]}}
+        {"host": settings.host, "http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": backend}]}}
     ]
-    if tls_secret is not None:
-        spec["tls"] = [{"hosts": [host], "secretName": tls_secret}]
+    if settings.tls_secret is not None:
+        spec["tls"] = [{"hosts": [settings.host], "secretName": settings.tls_secret}]
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "Ingress",
-        "metadata": _meta(dgd, name, dict(extra_labels), dict(extra_annotations)),
+        "metadata": _meta(dgd, name, dict(settings.labels), dict(settings.annotations)),
         "spec": spec,
     }

@@ -26,7 +26,13 @@ import msgspec
 
 from dgd.cluster.errors import NotFound
 from dgd.cluster.resources import DCD, POD
-from dgd.domain.metadata_keys import COMPONENT_TYPE, DYNAMO_NAMESPACE, SELECTOR, WORKER_HASH
+from dgd.domain.metadata_keys import (
+    COMPONENT_TYPE,
+    DYNAMO_NAMESPACE,
+    SELECTOR,
+    TOPOLOGY_SOURCE_KEYS,
+    WORKER_HASH,
+)
 from dgd.domain.render.dcd import workload_annotations
 from dgd.domain.rollout import DEFAULT_BOUND, MAX_SURGE, MAX_UNAVAILABLE, STRATEGY
 from dgd.messages.base import JSONObject
@@ -182,11 +188,19 @@ def _manifest(dcd: DynamoComponentDeployment, current: str) -> JSONObject:
     if dcd.spec.type is not None:
         pod_labels[COMPONENT_TYPE] = dcd.spec.type
     owner = OwnerReference(API_VERSION, KIND, dcd.metadata.name or "", dcd.metadata.uid or "")
+    # The KV-transfer topology source travels on the DCD's metadata; the controller hands it to the
+    # pods, replacing whatever the pod template says (dgd-domain §8.3, upstream GetDCDKubeAnnotations).
+    pod_annotations = {
+        k: v for k, v in (template_meta.get("annotations") or {}).items() if k not in TOPOLOGY_SOURCE_KEYS
+    }
+    pod_annotations |= {
+        k: v for k, v in (dcd.metadata.annotations or {}).items() if k in TOPOLOGY_SOURCE_KEYS
+    }
     return pod_manifest(
         namespace=dcd.metadata.namespace or "",
         generate_name=f"{dcd.metadata.name}-{current}-",
         labels=pod_labels,
-        annotations=template_meta.get("annotations"),
+        annotations=pod_annotations or None,
         spec=template.get("spec") or {"containers": [{"name": "main"}]},
         owner=owner,
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from dgd.cluster.errors import Conflict, NotFound
-from dgd.cluster.resources import DGD, PCLQ, PCS, POD, ROLE, SERVICE
+from dgd.cluster.resources import CLUSTER_TOPOLOGY_BINDING, DGD, PCLQ, PCS, POD, ROLE, SERVICE
 from dgd.messages.dgd import DynamoGraphDeployment
 from dgd.messages.meta import Condition
 from dgd.sim import ClusterTopology, WorldSettings
@@ -75,6 +75,18 @@ def topology_is_false(dgd: DynamoGraphDeployment) -> bool:
     return len(conditions) == 2 and conditions[1].status == "False"
 
 
+def binding(topology: str, *levels: str) -> dict[str, object]:
+    """The Grove ClusterTopologyBinding admission checks a topology constraint against (supplement
+    §4.4 item 12.4). The world's ``topologies`` stand for what Grove's scheduler backend knows, which
+    may lack what the binding says: that is what TopologyLevelsAvailable reports."""
+    return {
+        "apiVersion": "grove.io/v1alpha1",
+        "kind": "ClusterTopologyBinding",
+        "metadata": {"name": topology},
+        "spec": {"levels": [{"domain": level, "key": f"example.com/{level}"} for level in levels]},
+    }
+
+
 def packed(topology: str, domain: str) -> dict[str, object]:
     document = upstream(AGG)
     document["spec"]["topologyConstraint"] = {"clusterTopologyName": topology, "packDomain": domain}
@@ -85,6 +97,7 @@ async def test_an_unavailable_topology_level_gives_exactly_one_warning_after_the
     settings = WorldSettings(topologies=(ClusterTopology("gpu-fabric", levels=("zone", "host")),))
     async with on_stage(settings) as stage:
         # given a graph packed by rack, on a cluster whose topology has no rack level
+        await stage.user.create(CLUSTER_TOPOLOGY_BINDING, binding("gpu-fabric", "zone", "rack", "host"))
         name = await stage.apply(packed("gpu-fabric", "rack"))
 
         # when Grove has reported on its PodCliqueSet and many reconciles followed
@@ -116,7 +129,8 @@ async def test_an_unavailable_topology_level_gives_exactly_one_warning_after_the
 
 async def test_a_missing_cluster_topology_is_reported_as_definition_not_found() -> None:
     async with on_stage() as stage:
-        # given a graph naming a ClusterTopology the cluster does not define
+        # given a graph naming a binding Grove's scheduler backend has no topology for
+        await stage.user.create(CLUSTER_TOPOLOGY_BINDING, binding("nowhere", "rack"))
         name = await stage.apply(packed("nowhere", "rack"))
 
         # then the condition and its one warning say the definition is missing
@@ -138,6 +152,7 @@ async def test_a_status_write_conflict_emits_no_event_and_the_next_reconcile_con
             subresource="status",
             times=2,
         )
+        await stage.user.create(CLUSTER_TOPOLOGY_BINDING, binding("gpu-fabric", "zone", "rack"))
         name = await stage.apply(packed("gpu-fabric", "rack"))
 
         # when the operator gets past the conflicts

@@ -31,6 +31,7 @@ import msgspec
 from dgd.cluster.errors import AlreadyExists, Conflict, NotFound
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import (
+    CLUSTER_TOPOLOGY_BINDING,
     CONFIG_MAP,
     CRD,
     DCD,
@@ -49,6 +50,7 @@ from dgd.cluster.resources import (
     SECRET,
     SERVICE,
     SERVICE_ACCOUNT,
+    VIRTUAL_SERVICE,
     Resource,
 )
 from dgd.daemon.registration import CONVERTED_CRDS, WebhookSettings
@@ -177,6 +179,23 @@ async def grove_graph(user: User) -> None:
     )
     await user.edit(name, _restart("grove-restart"))
     await user.until(name, _restarted)
+
+
+async def kv_transfer_graph(user: User) -> None:
+    """A Grove graph whose KV-transfer policy names a ClusterTopologyBinding an admin created first:
+    the operator reads it on every reconcile (and its webhook on the create)."""
+    binding = {
+        "apiVersion": CLUSTER_TOPOLOGY_BINDING.api_version,
+        "kind": "ClusterTopologyBinding",
+        "metadata": {"name": "exercise-topology"},
+        "spec": {"levels": [{"domain": "zone", "key": "example.com/zone"}, {"domain": "rack", "key": "r"}]},
+    }
+    await user.client.create(CLUSTER_TOPOLOGY_BINDING, binding)
+    document = _agg("kv-agg", grove=True)
+    policy = {"clusterTopologyName": "exercise-topology", "domain": "rack"}
+    document["spec"]["experimental"] = {"kvTransferPolicy": policy}
+    name = await user.apply(document)
+    await user.until_successful(name)
 
 
 async def component_graph(user: User) -> None:
@@ -327,6 +346,7 @@ async def _webhook_secret(user: User) -> dict[str, Any]:
 SYNCED: tuple[Resource[Any], ...] = (
     SERVICE,
     INGRESS,
+    VIRTUAL_SERVICE,
     CONFIG_MAP,
     SERVICE_ACCOUNT,
     ROLE,
@@ -360,7 +380,7 @@ async def tampered_children(user: User) -> None:
         return True
 
     await user.sim.until(repaired, timeout=WAIT)
-    # Strays: a Service and an Ingress the Grove graph controls but does not render.
+    # Strays: a Service, an Ingress and a VirtualService the Grove graph controls but does not render.
     owner = await user.dgd("grove-agg")
     assert owner is not None
     reference = {
@@ -382,11 +402,18 @@ async def tampered_children(user: User) -> None:
         "metadata": {"name": "stray", "namespace": USER_NS, "ownerReferences": [reference]},
         "spec": {"rules": [{"host": "stray.local"}]},
     }
+    stray_virtual_service = {
+        "apiVersion": VIRTUAL_SERVICE.api_version,
+        "kind": "VirtualService",
+        "metadata": {"name": "stray", "namespace": USER_NS, "ownerReferences": [reference]},
+        "spec": {"hosts": ["stray.local"]},
+    }
     await user.client.create(SERVICE, stray_service)
     await user.client.create(INGRESS, stray_ingress)
+    await user.client.create(VIRTUAL_SERVICE, stray_virtual_service)
 
     async def strays_gone() -> bool:
-        for resource in (SERVICE, INGRESS):
+        for resource in (SERVICE, INGRESS, VIRTUAL_SERVICE):
             try:
                 await user.client.get(resource.key(USER_NS, "stray"))
             except NotFound:

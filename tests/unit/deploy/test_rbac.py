@@ -56,6 +56,7 @@ from tests.unit.deploy.exercise import (
     component_graph,
     exercise,
     grove_graph,
+    kv_transfer_graph,
     legacy_claims,
     multinode_graph,
     tampered_children,
@@ -77,7 +78,8 @@ RESTRICTED_STORIES: tuple[Story, ...] = (
     tampered_children,
     webhook_certificates,
 )
-ALL_STORIES: tuple[Story, ...] = (*RESTRICTED_STORIES, tampered_planner_binding)
+#: Cluster-wide only: the ClusterTopologyBinding a KV-transfer policy names is cluster-scoped.
+ALL_STORIES: tuple[Story, ...] = (*RESTRICTED_STORIES, tampered_planner_binding, kv_transfer_graph)
 RESOURCES: dict[tuple[str, str], Resource[Any]] = {(r.group, r.plural): r for r in SERVED}
 ADMISSION, EXTENSIONS = "admissionregistration.k8s.io", "apiextensions.k8s.io"
 REGISTRATION = {
@@ -86,6 +88,8 @@ REGISTRATION = {
     (EXTENSIONS, "customresourcedefinitions"),
 }
 IDENTITY = ("authentication.k8s.io", "selfsubjectreviews")
+#: Cluster-scoped kinds read by whatever name a DGD gives: granted without resourceNames.
+ANY_NAME = {("grove.io", "clustertopologybindings")}
 #: Real time, for the certificates a replica serves.
 START = time.time()
 #: The webhooks' Secret, as the committed installations name it.
@@ -134,7 +138,8 @@ def needs(calls: list[Call]) -> Needs:
     identity: set[Permission] = set()
     for call in calls:
         permission = call.permission
-        if not RESOURCES[(call.group, call.resource)].namespaced and call.name:
+        cluster_scoped = not RESOURCES[(call.group, call.resource)].namespaced
+        if cluster_scoped and call.name and (call.group, call.resource) not in ANY_NAME:
             permission = msgspec.structs.replace(permission, name=call.name)
         if call.resource == LEASES:
             lease.add(permission)
@@ -192,9 +197,10 @@ def webhooks(install: Any) -> WebhookSettings:
     return msgspec.structs.replace(settings, address="127.0.0.1:0", validity=VALIDITY)
 
 
-#: Cluster-wide with an ingress class, so the frontends' Ingresses are written too (any installation
-#: may configure one: the permissions cannot depend on it).
-INGRESS = {"ingress": {"controllerClassName": "nginx"}}
+#: Cluster-wide with an ingress class and a virtual-service gateway, so the frontends' Ingresses and
+#: VirtualServices are written too (any installation may configure them: the permissions cannot depend
+#: on it).
+INGRESS = {"ingress": {"controllerClassName": "nginx", "virtualServiceGateway": "istio-system/gateway"}}
 
 
 @functools.cache

@@ -125,10 +125,6 @@ UNSUPPORTED = {
         "        resources: {limits: {nvidia.com/gpu: 1}}}]}}\n",
         "spec.components[1].experimental.gpuMemoryService: GPU memory service (DRA resource claim templates)",
     ),
-    "kv-transfer-policy": (
-        "  experimental: {kvTransferPolicy: {domain: rack, labelKey: topology.kubernetes.io/rack}}\n",
-        "spec.experimental.kvTransferPolicy: KV-transfer policy",
-    ),
 }
 
 
@@ -149,14 +145,18 @@ def test_unsupported_features_are_refused_naming_the_field(
     assert "Traceback" not in err
 
 
-def test_istio_virtual_service_from_config_is_refused(
+def test_istio_virtual_service_from_config_is_rendered(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, _, err = _render_with_config(
+    # given a virtual-service gateway in the operator config (dgd-domain §9.5 item 4)
+    code, out, err = _render_with_config(
         tmp_path, capsys, "ingress: {virtualServiceGateway: istio-system/gw}\n"
     )
-    assert code == 1
-    assert "Istio VirtualService is not supported yet" in err
+
+    # then the frontend's VirtualService is printed, routing through that gateway
+    assert code == 0, err
+    services = [d for d in yaml.safe_load_all(out) if d["kind"] == "VirtualService"]
+    assert [s["spec"]["gateways"] for s in services] == [["istio-system/gw"]]
 
 
 def test_invalid_dgd_is_reported_at_its_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

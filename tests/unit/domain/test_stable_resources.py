@@ -1,17 +1,20 @@
-"""Services and Ingress beside the PodCliqueSet (dgd-domain §9.5)."""
+"""Services, Ingress and VirtualService beside the PodCliqueSet (dgd-domain §9.5)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import msgspec
-import pytest
+import yaml
 
 from dgd.domain.admission.defaulting import default_in_memory
-from dgd.domain.render.errors import RenderError
+from dgd.domain.conversion.dgd import dgd_to_v1beta1
 from dgd.domain.render.stable_resources import render_stable_resources
 from dgd.messages.config import IngressConfig, OperatorConfig
 from dgd.messages.dgd import DynamoGraphDeployment
+
+PARITY = Path(__file__).parents[2] / "fixtures" / "parity"
 
 
 def _dgd(*components: dict[str, Any], **spec: Any) -> DynamoGraphDeployment:
@@ -112,12 +115,56 @@ def test_ingress_class_in_config_exposes_the_frontend() -> None:
     }
 
 
-def test_virtual_service_gateway_is_refused_as_not_supported_yet() -> None:
-    config = OperatorConfig(ingress=IngressConfig(virtual_service_gateway="gw"))
-    with pytest.raises(RenderError, match="Istio VirtualService is not supported yet"):
-        render_stable_resources(
-            _dgd(_component("Frontend", "frontend")), config=config, discovery_backend="etcd"
-        )
+def test_virtual_service_gateway_in_config_exposes_the_frontend_through_istio() -> None:
+    # given the parity fixture: a virtual-service gateway and a host suffix in the operator config
+    fixture = yaml.safe_load((PARITY / "virtual_service.yaml").read_text(encoding="utf-8"))
+    config = msgspec.convert(fixture["config"], OperatorConfig)
+    dgd = default_in_memory(msgspec.convert(fixture["dgd"], DynamoGraphDeployment), grove_enabled=True)
+
+    # when rendered
+    objects = render_stable_resources(dgd, config=config, discovery_backend="etcd")
+
+    # then the frontend has its Service and the fixture's VirtualService (and no Ingress: no class)
+    assert [o["kind"] for o in objects] == fixture["expect"]["kinds"]
+    assert objects[-1] == fixture["expect"]["virtual_service"]
+
+
+def test_v1alpha1_use_virtual_service_needs_the_config_gateway_as_upstream_syncs_it() -> None:
+    # given a v1alpha1 frontend asking for a VirtualService through its own gateway
+    alpha = {
+        "apiVersion": "nvidia.com/v1alpha1",
+        "kind": "DynamoGraphDeployment",
+        "metadata": {"name": "g", "namespace": "ns"},
+        "spec": {
+            "services": {
+                "Frontend": {
+                    "componentType": "frontend",
+                    "ingress": {
+                        "enabled": True,
+                        "host": "chat",
+                        "hostSuffix": "example.com",
+                        "useVirtualService": True,
+                        "virtualServiceGateway": "team/gw",
+                    },
+                    "extraPodSpec": {"mainContainer": {"image": "img:1.4.0"}},
+                }
+            }
+        },
+    }
+    dgd = default_in_memory(msgspec.convert(dgd_to_v1beta1(alpha), DynamoGraphDeployment), grove_enabled=True)
+    gateway = OperatorConfig(ingress=IngressConfig(virtual_service_gateway="istio-system/gw"))
+
+    # when rendered with and without a gateway in the operator config
+    with_gateway = render_stable_resources(dgd, config=gateway, discovery_backend="etcd")
+    without = render_stable_resources(dgd, config=OperatorConfig(), discovery_backend="etcd")
+
+    # then the component's own ingress decides host and gateway, but only while the config names one
+    # (upstream's Grove reconcile syncs VirtualServices only under Config.Ingress.UseVirtualService())
+    service = with_gateway[-1]
+    assert service["kind"] == "VirtualService"
+    assert service["spec"]["hosts"] == ["chat.example.com"]
+    assert service["spec"]["gateways"] == ["team/gw"]
+    assert [o["kind"] for o in without] == ["Service"]
 
 
 def test_single_pod_elastic_ep_leader_gets_a_headless_ray_service() -> None:

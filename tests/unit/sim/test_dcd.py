@@ -143,3 +143,24 @@ async def test_deleting_a_dcd_releases_its_finalizer_and_its_pods_go() -> None:
         # Then it and its pods are gone
         assert (await sim.cluster.list(DCD)).items == []
         assert await pods(sim.cluster) == []
+
+
+async def test_the_kv_transfer_topology_source_on_a_dcd_reaches_its_pods() -> None:
+    # given a worker DCD carrying the topology source on its metadata, as the operator renders it
+    # (dgd-domain §8.3), and a stale one in its pod template
+    document = dcd(annotations={"nvidia.com/topology-label-key": "topology.kubernetes.io/zone"})
+    template = dict(document.spec.pod_template or {})
+    template["metadata"] = {"annotations": {"nvidia.com/topology-label-key": "stale", "keep": "me"}}
+    document = msgspec.structs.replace(
+        document, spec=msgspec.structs.replace(document.spec, pod_template=template)
+    )
+
+    # when the simulated DCD controller runs its pods
+    async with SimulatedCluster(FAST) as sim:
+        await ready(sim, document)
+        (pod,) = await pods(sim.cluster)
+
+    # then the pod has the DCD's source (upstream GetDCDKubeAnnotations), and its other annotations
+    annotations = pod["metadata"]["annotations"]
+    assert annotations["nvidia.com/topology-label-key"] == "topology.kubernetes.io/zone"
+    assert annotations["keep"] == "me"

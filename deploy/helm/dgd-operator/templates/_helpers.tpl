@@ -61,6 +61,9 @@ fromJsonArray); empty in cluster-wide mode. Rendering fails unless each is a nam
 - apiGroups: [networking.k8s.io]
   resources: [ingresses]
   verbs: [create, get, list, watch, patch, delete]
+- apiGroups: [networking.istio.io]
+  resources: [virtualservices]
+  verbs: [create, get, list, patch, delete]
 - apiGroups: [""]
   resources: [configmaps, serviceaccounts]
   verbs: [create, get, list, watch, patch]
@@ -107,6 +110,11 @@ fromJsonArray); empty in cluster-wide mode. Rendering fails unless each is a nam
   resources: [clusterroles]
   resourceNames: [{{ include "dgd-operator.fullname" . }}-planner]
   verbs: [get]
+{{- if ne (toString .Values.featureGates.grove) "false" }}
+- apiGroups: [grove.io]
+  resources: [clustertopologybindings]
+  verbs: [get]
+{{- end }}
 {{- end }}
 {{- end -}}
 
