@@ -119,20 +119,27 @@ class SharedResources(Actor[EnsureShared | EnsureSharedAfterCheckpoints]):
         dgd, owner = message.dgd, message.owner
         namespace = dgd.metadata.namespace or ""
         ensured: list[str] = []
+        cluster_wide = not self._config.namespace.restricted
         try:
             # 1. Planner RBAC, per namespace, only when the operator watches the whole cluster.
-            if not self._config.namespace.restricted:
-                ensured += await self._workload_rbac(namespace, owner, "planner")
+            if cluster_wide:
+                role = self._config.rbac.planner_cluster_role_name
+                if not role:
+                    raise _Missing("planner ClusterRole name is required in cluster-wide mode")
+                ensured += await self._bind_cluster_role(owner, role, planner_rbac(namespace, role))
         except (ClusterError, _Missing) as error:
             return StepFailed(f"failed to ensure planner RBAC: {error}")
-        try:
+        if cluster_wide and epp_component(dgd) is not None:
             # 1. The endpoint picker's identity, the same way, when the graph has one.
-            if not self._config.namespace.restricted and epp_component(dgd) is not None:
-                ensured += await self._workload_rbac(namespace, owner, "EPP")
-        except (ClusterError, _Missing) as error:
-            return StepFailed(f"failed to ensure EPP RBAC: {error}")
-        except _Unnamed as error:
-            return StepFailed(str(error))
+            role = self._config.rbac.epp_cluster_role_name
+            if not role:
+                return StepFailed(
+                    "EPP ClusterRole name is required in cluster-wide mode when EPP service is present"
+                )
+            try:
+                ensured += await self._bind_cluster_role(owner, role, epp_rbac(namespace, role))
+            except (ClusterError, _Missing) as error:
+                return StepFailed(f"failed to ensure EPP RBAC: {error}")
         try:
             # 2. Claims the v1alpha1 manifest declared must exist before pods mount them.
             ensured += await self._legacy_pvcs(dgd, owner)
@@ -198,25 +205,18 @@ class SharedResources(Actor[EnsureShared | EnsureSharedAfterCheckpoints]):
             names.append(f"{desired['kind']} {meta['name']}")
         return names
 
-    async def _workload_rbac(self, namespace: str, owner: DynamoGraphDeployment, what: str) -> list[str]:
-        """The ServiceAccount of ``what`` (``planner`` or ``EPP``) and its RoleBinding to its ClusterRole."""
-        if what == "planner":
-            role = self._config.rbac.planner_cluster_role_name
-            if not role:
-                raise _Missing("planner ClusterRole name is required in cluster-wide mode")
-        else:
-            role = self._config.rbac.epp_cluster_role_name
-            if not role:
-                raise _Unnamed(
-                    "EPP ClusterRole name is required in cluster-wide mode when EPP service is present"
-                )
+    async def _bind_cluster_role(
+        self, owner: DynamoGraphDeployment, role: str, identity: tuple[JSON, JSON]
+    ) -> list[str]:
+        """A ServiceAccount and its RoleBinding to the ClusterRole ``role``, which must exist."""
         # Read at most once per ROLE_CHECK_PERIOD for all DGDs: the operator's RBAC lets it get this one
         # ClusterRole, not watch it.
         now = self.context.clock.now()
         if not await self._reader.exists(CLUSTER_ROLE.key(None, role), now=now, fresh_for=ROLE_CHECK_PERIOD):
             why = "ensure it is created by Helm before deploying components"
             raise _Missing(f'cluster role "{role}" does not exist: {why}')
-        account, binding = planner_rbac(namespace, role) if what == "planner" else epp_rbac(namespace, role)
+        account, binding = identity
+        namespace = account["metadata"]["namespace"]
         # Every DGD of the namespace ensures the same two objects: one at a time, so only the first
         # creates them and the others find them (in the cache, which observed the create).
         account_name, binding_name = account["metadata"]["name"], binding["metadata"]["name"]
@@ -306,7 +306,3 @@ class SharedResources(Actor[EnsureShared | EnsureSharedAfterCheckpoints]):
 
 class _Missing(Exception):
     """A precondition of a step does not hold (the message says what to do)."""
-
-
-class _Unnamed(Exception):
-    """The configuration names no ClusterRole for a step that needs one (the whole message)."""
