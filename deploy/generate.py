@@ -97,9 +97,10 @@ OPERATOR_RULES = [
     rule(RBAC, ["roles"], ["create", "get", "list", "watch", "patch"]),
     rule(RBAC, ["rolebindings"], ["create", "get", "list", "watch", "patch"]),
     rule("events.k8s.io", ["events"], ["create", "patch"]),
-    # An endpoint picker's pool, and its Istio DestinationRule (made with the mesh on, removed with it off).
+    # An endpoint picker's pool, and its Istio DestinationRule (made and watched with the mesh on,
+    # removed with it off).
     rule("inference.networking.k8s.io", ["inferencepools"], ["create", "get", "patch"]),
-    rule("networking.istio.io", ["destinationrules"], ["create", "get", "patch", "delete"]),
+    rule("networking.istio.io", ["destinationrules"], ["create", "get", "list", "watch", "patch", "delete"]),
 ]
 # Cluster-wide only: the planner's RoleBinding in each namespace is updated when its subjects drift and
 # replaced when its ClusterRole changes (a roleRef is immutable).

@@ -84,7 +84,7 @@ fromJsonArray); empty in cluster-wide mode. Rendering fails unless each is a nam
   verbs: [create, get, patch]
 - apiGroups: [networking.istio.io]
   resources: [destinationrules]
-  verbs: [create, get, patch, delete]
+  verbs: [create, get, list, watch, patch, delete]
 {{- if eq (toString .Values.featureGates.grove) "false" }}
 - apiGroups: [grove.io]
   resources: [podcliquesets]

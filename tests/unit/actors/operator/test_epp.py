@@ -206,3 +206,23 @@ async def test_a_failing_pool_write_fails_the_reconcile_naming_the_epp_step_and_
         await op.advance(2.0)
         assert (await op.cluster.get(INFERENCE_POOL.key(NS, "demo-pool")))["metadata"]["name"] == "demo-pool"
         assert op.writes["create PodCliqueSet"] == 1
+
+
+async def test_with_the_istio_gate_on_an_edited_destination_rule_is_put_back_when_its_watch_reports_it() -> (
+    None
+):
+    config = OperatorConfig(service_mesh=ISTIO)
+    async with running_operator(
+        before=epp_cluster_role, config=config, gates=Gates(grove=True, istio=True)
+    ) as op:
+        # given a graph with an endpoint picker in the mesh, its DestinationRule made
+        await op.apply(with_epp())
+        key = DESTINATION_RULE.key(NS, "demo-epp")
+        host = (await op.cluster.get(key))["spec"]["host"]
+
+        # when someone points the rule elsewhere (and nothing else happens to the graph)
+        await op.cluster.patch(key, {"spec": {"host": "elsewhere"}})
+        await op.settle()
+
+        # then the operator, nudged by the rule's watch (dgd-domain §16), puts it back
+        assert (await op.cluster.get(key))["spec"]["host"] == host
