@@ -34,10 +34,12 @@ RENDER = (
     "Print, as multi-document YAML in a stable order, the objects the operator would create for "
     "each DynamoGraphDeployment in FILE ('-' reads standard input): on the Grove pathway the "
     "PodCliqueSet and its Services and Ingress, on the Component pathway the "
-    "DynamoComponentDeployments. v1alpha1 DGDs are converted first; every DGD is admitted as a "
-    "create, with upstream's webhook defaults applied in memory. Owner references and sync "
-    "bookkeeping annotations are added when the operator writes, so they are not shown. Nothing "
-    "is printed unless every DGD renders."
+    "DynamoComponentDeployments; then, for a DGD with an endpoint picker (type: epp), its ConfigMap "
+    "(unless eppConfig.configMapRef is used), its InferencePool and, when the configuration names the "
+    "Istio service mesh provider, its DestinationRule. v1alpha1 DGDs are converted first; every "
+    "DGD is admitted as a create, with upstream's webhook defaults applied in memory. Owner "
+    "references and sync bookkeeping annotations are added when the operator writes, so they are "
+    "not shown. Nothing is printed unless every DGD renders."
 )
 
 

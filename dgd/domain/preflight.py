@@ -2,7 +2,7 @@
 
 ``unsupported(dgd, config)`` lists every feature a defaulted DGD uses that the operator cannot
 reconcile (yet), each as a ``RenderError`` naming the field ("… is not supported yet by
-dgd-operator"): rendering's refusals (EPP, GPU memory service, failover, KV-transfer policy,
+dgd-operator"): rendering's refusals (GPU memory service, failover, KV-transfer policy,
 VirtualService, checkpoints while the checkpoint gate is off). A DGD using one fails terminally and
 is retried only when its spec changes.
 
