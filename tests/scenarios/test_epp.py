@@ -1,5 +1,7 @@
-"""``dgd-operator sim apply`` of the upstream EPP manifests (Gateway API inference extension): the graphs
-become successful on both pathways, their endpoint picker's pod ready, its pool and ConfigMap made."""
+"""The endpoint picker on the simulated cluster: ``dgd-operator sim apply`` of the upstream EPP manifests
+(Gateway API inference extension) makes the graphs successful on both pathways, their endpoint
+picker's pod ready, its pool and ConfigMap made; and a failing EPP step keeps what the checkpoint
+step before it observed."""
 
 from __future__ import annotations
 
@@ -9,10 +11,30 @@ import pytest
 import yaml
 
 from dgd.cli import main
+from dgd.cluster.errors import ServerError
+from dgd.cluster.resources import INFERENCE_POOL, PVC
+from dgd.messages.config import load_config
+from dgd.sim import WorldSettings
+from tests.scenarios.graphs import SNAPSHOT, model_cache
+from tests.scenarios.grove.stage import NS, on_stage, upstream
 from tests.upstream import DYNAMO
 
 GAIE_AGG = DYNAMO / "examples" / "backends" / "vllm" / "deploy" / "gaie" / "agg.yaml"
 RECIPE = DYNAMO / "recipes" / "qwen3-0.6b" / "vllm" / "agg" / "gaie"
+CHECKPOINTS = load_config("checkpoint:\n  enabled: true\n")
+#: An endpoint picker with an inline configuration, as the gaie example has one.
+EPP = {
+    "name": "Epp",
+    "type": "epp",
+    "replicas": 1,
+    "eppConfig": {
+        "config": {
+            "plugins": [{"type": "max-score-picker"}],
+            "schedulingProfiles": [{"name": "default", "plugins": [{"pluginRef": "max-score-picker"}]}],
+        }
+    },
+    "podTemplate": {"spec": {"containers": [{"name": "main", "image": "epp:1.5.0"}]}},
+}
 
 
 def on_the_component_pathway(path: Path, tmp_path: Path) -> str:
@@ -68,3 +90,33 @@ def test_the_gaie_recipe_alone_fails_naming_its_missing_claim(capsys: pytest.Cap
     assert 'PersistentVolumeClaim "model-cache" does not exist and create is not enabled for it' in (
         capsys.readouterr().err
     )
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("pathway", ["grove", "component"])
+async def test_a_failing_epp_step_keeps_the_checkpoint_statuses_it_follows(pathway: str) -> None:
+    async with on_stage(WorldSettings(checkpoint_delay=120.0), config=CHECKPOINTS) as stage:
+        # given the snapshot/restore example with an endpoint picker added, and its claim
+        await stage.user.create(PVC.as_raw(), model_cache(NS))
+        document = upstream(SNAPSHOT)
+        if pathway == "grove":
+            document["metadata"]["annotations"] = {}
+        document["spec"]["components"].append(EPP)
+        # and an API server that refuses every InferencePool
+        stage.sim.cluster.faults.fail(
+            ServerError("etcd is unavailable"), verb="create", resource=INFERENCE_POOL
+        )
+
+        # when it is applied and reconciled
+        name = await stage.apply(document)
+        await stage.sim.run_for(30)
+
+        # then it failed at the EPP step (dgd-domain §7 row 6) with the worker's checkpoint status,
+        # resolved at step 5, published all the same
+        dgd = await stage.dgd(name)
+        assert dgd.status is not None and dgd.status.conditions is not None
+        ready = dgd.status.conditions[0]
+        assert (dgd.status.state, ready.reason) == ("failed", "failed_to_reconcile_the_resources")
+        assert (ready.message or "").startswith("failed to reconcile EPP resources: ")
+        assert dgd.status.checkpoints is not None
+        assert dgd.status.checkpoints["TRTLLMWorker"].checkpoint_name is not None
