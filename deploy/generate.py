@@ -10,8 +10,9 @@ reports files that differ from what would be written (exit 1). Two modes, as the
   planner, EPP and DGDR-profiling ClusterRoles the operator binds per namespace (supplement §2.3).
 * **namespace-restricted**: the operator watches the namespaces given (one ``--namespace`` flag each,
   in order; ``namespace.restricted`` and the MPI key's namespace are the first); the same permissions
-  are Roles in each of them, with no cluster-scoped rule at all; the planner's ServiceAccount, Role and
-  RoleBinding are created in each too (the operator does not in this mode).
+  are Roles in each of them, with no cluster-scoped rule at all; the planner's and the endpoint
+  picker's ServiceAccount, Role and RoleBinding are created in each too (the operator does not in
+  this mode).
 
 Both: a Role for the leader-election Lease in the operator's namespace, the operator configuration
 (ConfigMap), a Deployment of two replicas with leader election, and a Service for the metrics.
@@ -98,6 +99,10 @@ OPERATOR_RULES = [
     rule(RBAC, ["roles"], ["create", "get", "list", "watch", "patch"]),
     rule(RBAC, ["rolebindings"], ["create", "get", "list", "watch", "patch"]),
     rule("events.k8s.io", ["events"], ["create", "patch"]),
+    # An endpoint picker's pool, and its Istio DestinationRule (made and watched with the mesh on,
+    # removed with it off).
+    rule("inference.networking.k8s.io", ["inferencepools"], ["create", "get", "patch"]),
+    rule("networking.istio.io", ["destinationrules"], ["create", "get", "list", "watch", "patch", "delete"]),
 ]
 # Cluster-wide only: the planner's RoleBinding in each namespace is updated when its subjects drift and
 # replaced when its ClusterRole changes (a roleRef is immutable).
@@ -138,9 +143,9 @@ def planner_rules() -> list[JSON]:
     ]
 
 
-def workload_cluster_roles(release: str) -> dict[str, list[JSON]]:
-    """The ClusterRoles the operator binds per namespace in cluster-wide mode (supplement §2.3)."""
-    epp = [
+def epp_rules(*, cluster_wide: bool = True) -> list[JSON]:
+    """The endpoint picker's permissions (supplement §2.3); restricted, without the two reviews."""
+    rules = [
         rule(
             "inference.networking.x-k8s.io",
             ["inferencepools", "inferenceobjectives", "inferencemodelrewrites"],
@@ -150,12 +155,20 @@ def workload_cluster_roles(release: str) -> dict[str, list[JSON]]:
         rule(CORE, ["pods"], READ),
         rule("discovery.k8s.io", ["endpointslices"], READ),
         rule(NVIDIA, ["dynamoworkermetadatas"], [*READ, "create", "update", "patch", "delete"]),
-        rule("authentication.k8s.io", ["tokenreviews"], ["create"]),
-        rule("authorization.k8s.io", ["subjectaccessreviews"], ["create"]),
     ]
+    if cluster_wide:
+        rules += [
+            rule("authentication.k8s.io", ["tokenreviews"], ["create"]),
+            rule("authorization.k8s.io", ["subjectaccessreviews"], ["create"]),
+        ]
+    return rules
+
+
+def workload_cluster_roles(release: str) -> dict[str, list[JSON]]:
+    """The ClusterRoles the operator binds per namespace in cluster-wide mode (supplement §2.3)."""
     return {
         f"{release}-planner": planner_rules(),
-        f"{release}-epp": epp,
+        f"{release}-epp": epp_rules(),
         # Not specified upstream in our references: read access to the graphs.
         f"{release}-dgdr-profiling": [rule(NVIDIA, ["dynamographdeployments"], READ)],
     }
@@ -215,11 +228,16 @@ class Install:
             rules = [r for r in rules if r["resources"] != ["dynamocheckpoints"]] + CHECKPOINT_RULES
         if not self.watch:
             rules += PLANNER_BINDING_RULES
-            rules.append(rule(RBAC, ["clusterroles"], ["get"], [f"{self.release}-planner"]))
+            rules.append(rule(RBAC, ["clusterroles"], ["get"], self.bound_cluster_roles))
             if self.grove:
                 # The ClusterTopologyBinding a KV-transfer policy names (cluster-scoped, any name).
                 rules.append(rule(GROVE, ["clustertopologybindings"], ["get"]))
         return rules
+
+    @property
+    def bound_cluster_roles(self) -> list[str]:
+        """The ClusterRoles the operator binds per namespace (cluster-wide): the planner's and the EPP's."""
+        return [f"{self.release}-planner", f"{self.release}-epp"]
 
     @property
     def webhook_service_name(self) -> str:
@@ -271,7 +289,7 @@ class Install:
     def delegated_rules(self) -> list[JSON]:
         rules = [*DELEGATED_RULES]
         if not self.watch:
-            rules.append(rule(RBAC, ["clusterroles"], ["bind"], [f"{self.release}-planner"]))
+            rules.append(rule(RBAC, ["clusterroles"], ["bind"], self.bound_cluster_roles))
         return rules
 
     def service_account(self, name: str | None = None, namespace: str | None = None) -> JSON:
@@ -308,11 +326,14 @@ class Install:
                 self._cluster_role(name, rules)
                 for name, rules in workload_cluster_roles(self.release).items()
             ]
-        # Restricted: the operator binds no ClusterRole; the planner's identity is made in each namespace.
+        # Restricted: the operator binds no ClusterRole; the planner's and the endpoint picker's
+        # identities are made in each namespace.
         for watched in self.watch:
-            planner = [{"kind": "ServiceAccount", "name": "planner-serviceaccount", "namespace": watched}]
-            docs.append(self.service_account("planner-serviceaccount", watched))
-            docs += self._role("planner-role", planner_rules(), watched, planner, binding="planner-binding")
+            for who, rules in (("planner", planner_rules()), ("epp", epp_rules(cluster_wide=False))):
+                account = f"{who}-serviceaccount"
+                subjects = [{"kind": "ServiceAccount", "name": account, "namespace": watched}]
+                docs.append(self.service_account(account, watched))
+                docs += self._role(f"{who}-role", rules, watched, subjects, binding=f"{who}-binding")
         return docs
 
     def _cluster_role_bound(self, name: str, rules: list[JSON], subjects: list[JSON]) -> list[JSON]:

@@ -50,6 +50,7 @@ from dgd.cluster.resources import (
     CHECKPOINT,
     CONFIG_MAP,
     DCD,
+    DESTINATION_RULE,
     DGD,
     DGDSA,
     INGRESS,
@@ -97,6 +98,8 @@ SELECTORS: dict[str, str] = {
 GROVE_WATCHED: tuple[Resource[Any], ...] = (PCS, PCLQ, PCSG)
 #: Watched when the checkpoint gate is on (the DynamoCheckpoint API exists then).
 CHECKPOINT_WATCHED: tuple[Resource[Any], ...] = (CHECKPOINT,)
+#: Watched when the Istio gate is on: the endpoint pickers' DestinationRules (dgd-domain §16).
+ISTIO_WATCHED: tuple[Resource[Any], ...] = (DESTINATION_RULE,)
 
 #: DGD and adapter actors (one per object) each have their own restart budget: one over it is parked
 #: (restarted after a backoff that grows to 1,000 s, or at once on a spec change), never escalated, so
@@ -110,7 +113,8 @@ def watched(config: OperatorConfig) -> tuple[Resource[Any], ...]:
     """The kinds this configuration's operator watches."""
     grove = GROVE_WATCHED if config.orchestrators.grove.enabled is True else ()
     checkpoints = CHECKPOINT_WATCHED if config.checkpoint.enabled is True else ()
-    return WATCHED + grove + checkpoints
+    istio = ISTIO_WATCHED if config.service_mesh.enabled is True else ()
+    return WATCHED + grove + checkpoints + istio
 
 
 def operator_children(

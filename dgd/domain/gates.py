@@ -86,7 +86,9 @@ def resolve_gates(config: OperatorConfig, served: Set[str]) -> Gates:
             KAI_API,
         ),
         dra=_resolve(config.dra.enabled, DRA_API in served, "dra.enabled", DRA_API),
-        istio=_resolve(config.service_mesh.enabled, ISTIO_API in served, "serviceMesh.enabled", ISTIO_API),
+        # The mesh counts only with the Istio provider (upstream's ``ServiceMeshConfiguration.IsEnabled``).
+        istio=mesh_provider_istio(config)
+        and _resolve(config.service_mesh.enabled, ISTIO_API in served, "serviceMesh.enabled", ISTIO_API),
         # The checkpoint gate is off unless the config turns it on, and then the API must exist.
         checkpoint=_resolve(
             config.checkpoint.enabled,
@@ -95,6 +97,11 @@ def resolve_gates(config: OperatorConfig, served: Set[str]) -> Gates:
             CHECKPOINT_API,
         ),
     )
+
+
+def mesh_provider_istio(config: OperatorConfig) -> bool:
+    """``serviceMesh.provider`` is ``istio`` and ``serviceMesh.enabled`` is not ``false``."""
+    return config.service_mesh.provider == "istio" and config.service_mesh.enabled is not False
 
 
 def effective_config(config: OperatorConfig, gates: Gates) -> OperatorConfig:

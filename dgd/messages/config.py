@@ -297,10 +297,32 @@ def validate_config(config: OperatorConfig) -> OperatorConfig:
                 raise ConfigError(
                     f"rbac.{key}: Required value: {what} ClusterRole name is required in cluster-wide mode"
                 )
+    _validate_service_mesh(config.service_mesh)
     if not config.mpi.ssh_secret_name or not config.mpi.ssh_secret_namespace:
         raise ConfigError("mpi.sshSecretName and mpi.sshSecretNamespace are required")
     orchestrators = msgspec.structs.replace(config.orchestrators, grove=grove)
     return msgspec.structs.replace(config, orchestrators=orchestrators)
+
+
+def _validate_service_mesh(mesh: ServiceMeshConfig) -> None:
+    """With the Istio provider on, its settings must say how to reach the EPP (upstream's start-up
+    validation: the DestinationRule would otherwise be refused, or say nothing)."""
+    if mesh.provider != "istio" or mesh.enabled is False:
+        return
+    if mesh.istio is None:
+        raise ConfigError(
+            "serviceMesh.istio: Required value: istio configuration is required when "
+            'serviceMesh.provider is "istio"'
+        )
+    if mesh.istio.tls_mode == "MUTUAL":
+        for key, value in (
+            ("clientCertificate", mesh.istio.client_certificate),
+            ("privateKey", mesh.istio.private_key),
+        ):
+            if not value:
+                raise ConfigError(
+                    f'serviceMesh.istio.{key}: Required value: {key} is required when tlsMode is "MUTUAL"'
+                )
 
 
 def progress_deadline(config: OperatorConfig) -> float | None:

@@ -18,10 +18,12 @@ from tests.conftest import kubectl
 from tests.e2e.harness import Operators
 from tests.real.harness import LEASE_NS, UPSTREAM_EXAMPLES, RealCluster, manifest, world
 from tests.unit.deploy.generator import generate
+from tests.upstream import DYNAMO
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(600)]
 
 ROOT = Path(__file__).resolve().parents[2]
+GAIE_AGG = DYNAMO / "examples" / "backends" / "vllm" / "deploy" / "gaie" / "agg.yaml"
 
 
 def service_account_kubeconfig(real: RealCluster, directory: Path, account: str, namespace: str) -> Path:
@@ -90,7 +92,9 @@ async def test_the_daemon_as_its_service_account_reconciles_both_pathways_with_n
         operator = await daemons.start("sa", flags=flags)
         await real.apply(manifest(UPSTREAM_EXAMPLES[0], name="grove-agg"))
         await real.apply(manifest(UPSTREAM_EXAMPLES[1], name="component-disagg", component=True))
+        # and a graph with an endpoint picker (its RBAC bound cluster-wide, its pool, the mesh off)
+        await real.apply(manifest(GAIE_AGG, name="grove-epp"))
 
-        # then both reach successful, and the API server refused none of the daemon's requests
-        await real.settle("grove-agg", "component-disagg", timeout=120)
+        # then all reach successful, and the API server refused none of the daemon's requests
+        await real.settle("grove-agg", "component-disagg", "grove-epp", timeout=120)
         assert await refused(operator) == 0, operator.tail()

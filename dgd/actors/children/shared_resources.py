@@ -1,17 +1,23 @@
 """The shared-resources child of a DGD: what must exist before its pods (dgd-domain §7, in order).
 
+Asked twice per reconcile, around the checkpoints (step 5, the checkpoint-storage child):
+
+``EnsureShared``, before them:
 1. RBAC (cluster-wide mode only): the planner ServiceAccount and its RoleBinding to the planner
-   ClusterRole, per namespace and owned by no DGD. The ClusterRole must exist.
+   ClusterRole, and the endpoint picker's pair when the DGD has an EPP component, per namespace and
+   owned by no DGD. Each ClusterRole must exist.
 2. Legacy v1alpha1 ``spec.pvcs``: each claim must exist; one marked ``create`` is created (owned by
    the DGD).
 3. Kubernetes discovery RBAC: the DGD's ServiceAccount, Role and RoleBinding (synced, owned).
+
+``EnsureSharedAfterCheckpoints``, after them (a failure keeps the checkpoint statuses):
+6. The EPP component's ConfigMap, InferencePool and Istio DestinationRule (synced, owned).
 7. Multinode graphs: the wait-for-leader ConfigMap (synced, owned).
 8. Multinode graphs: the MPI SSH key Secret, generated once in the operator's namespace and
    replicated into the DGD's (owned by no DGD).
 
-(GPU memory service, checkpoints and EPP, steps 4–6, are refused before this step until their
-actors exist.) Every write records its event on the DGD; a failure answers ``StepFailed`` naming
-the step.
+(GPU memory service, step 4, is refused before this step until its actor exists.) Every write
+records its event on the DGD; a failure answers ``StepFailed`` naming the step.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ from dgd.cluster.errors import ClusterError
 from dgd.cluster.resources import (
     CLUSTER_ROLE,
     CONFIG_MAP,
+    DESTINATION_RULE,
+    INFERENCE_POOL,
     PVC,
     ROLE,
     ROLE_BINDING,
@@ -37,11 +45,13 @@ from dgd.cluster.resources import (
     Resource,
 )
 from dgd.domain.pod_merge import JSON
+from dgd.domain.render.epp import epp_component, epp_objects, render_destination_rule
 from dgd.domain.render.shared_objects import (
     PRIVATE_KEY,
     PUBLIC_KEY,
     discovery_enabled,
     discovery_rbac,
+    epp_rbac,
     legacy_pvc,
     legacy_pvcs,
     mpi_secret,
@@ -52,6 +62,7 @@ from dgd.domain.render.shared_objects import (
 from dgd.domain.render.ssh_keys import KeySource
 from dgd.messages.config import OperatorConfig
 from dgd.messages.dgd import DynamoGraphDeployment
+from dgd.messages.meta import controller_of
 
 logger = logging.getLogger("dgd.shared")
 
@@ -60,10 +71,12 @@ _BY_KIND: dict[str, Resource[JSON]] = {
     "Role": ROLE,
     "RoleBinding": ROLE_BINDING,
     "ConfigMap": CONFIG_MAP,
+    "InferencePool": INFERENCE_POOL,
+    "DestinationRule": DESTINATION_RULE,
 }
 
 
-#: Seconds a planner ClusterRole found to exist is taken to exist without reading it again.
+#: Seconds a planner or EPP ClusterRole found to exist is taken to exist without reading it again.
 ROLE_CHECK_PERIOD = 60.0
 #: Seconds an MPI key Secret (the source or a replica) found to exist is taken to exist.
 SECRET_CHECK_PERIOD = 60.0
@@ -76,14 +89,21 @@ class SharedEnsured(msgspec.Struct, frozen=True):
 
 
 class EnsureShared(Request[SharedEnsured | StepFailed], frozen=True):
-    """Ensure the shared resources of ``dgd`` (defaulted); ``owner`` is the stored DGD children point at."""
+    """Ensure steps 1–3 for ``dgd`` (defaulted); ``owner`` is the stored DGD children point at."""
 
     dgd: DynamoGraphDeployment
     owner: DynamoGraphDeployment
 
 
-class SharedResources(Actor[EnsureShared]):
-    """Answers ``EnsureShared``; steps in the order of dgd-domain §7."""
+class EnsureSharedAfterCheckpoints(Request[SharedEnsured | StepFailed], frozen=True):
+    """Ensure steps 6–8 for ``dgd`` (defaulted), once its checkpoints are resolved."""
+
+    dgd: DynamoGraphDeployment
+    owner: DynamoGraphDeployment
+
+
+class SharedResources(Actor[EnsureShared | EnsureSharedAfterCheckpoints]):
+    """Answers both requests; steps in the order of dgd-domain §7."""
 
     def __init__(self, *, reader: Reader, syncer: Syncer, config: OperatorConfig, keys: KeySource) -> None:
         self._reader = reader
@@ -91,16 +111,35 @@ class SharedResources(Actor[EnsureShared]):
         self._config = config
         self._keys = keys
 
-    async def receive(self, message: EnsureShared) -> SharedEnsured | StepFailed:
+    async def receive(
+        self, message: EnsureShared | EnsureSharedAfterCheckpoints
+    ) -> SharedEnsured | StepFailed:
+        if isinstance(message, EnsureSharedAfterCheckpoints):
+            return await self._after_checkpoints(message.dgd, message.owner)
         dgd, owner = message.dgd, message.owner
         namespace = dgd.metadata.namespace or ""
         ensured: list[str] = []
+        cluster_wide = not self._config.namespace.restricted
         try:
             # 1. Planner RBAC, per namespace, only when the operator watches the whole cluster.
-            if not self._config.namespace.restricted:
-                ensured += await self._planner_rbac(namespace, owner)
+            if cluster_wide:
+                role = self._config.rbac.planner_cluster_role_name
+                if not role:
+                    raise _Missing("planner ClusterRole name is required in cluster-wide mode")
+                ensured += await self._bind_cluster_role(owner, role, planner_rbac(namespace, role))
         except (ClusterError, _Missing) as error:
             return StepFailed(f"failed to ensure planner RBAC: {error}")
+        if cluster_wide and epp_component(dgd) is not None:
+            # 1. The endpoint picker's identity, the same way, when the graph has one.
+            role = self._config.rbac.epp_cluster_role_name
+            if not role:
+                return StepFailed(
+                    "EPP ClusterRole name is required in cluster-wide mode when EPP service is present"
+                )
+            try:
+                ensured += await self._bind_cluster_role(owner, role, epp_rbac(namespace, role))
+            except (ClusterError, _Missing) as error:
+                return StepFailed(f"failed to ensure EPP RBAC: {error}")
         try:
             # 2. Claims the v1alpha1 manifest declared must exist before pods mount them.
             ensured += await self._legacy_pvcs(dgd, owner)
@@ -112,6 +151,18 @@ class SharedResources(Actor[EnsureShared]):
                 ensured += await self._sync_all(discovery_rbac(dgd), owner)
         except ClusterError as error:
             return StepFailed(f"failed to reconcile the Kubernetes discovery RBAC: {error}")
+        return SharedEnsured(tuple(ensured))
+
+    async def _after_checkpoints(
+        self, dgd: DynamoGraphDeployment, owner: DynamoGraphDeployment
+    ) -> SharedEnsured | StepFailed:
+        namespace = dgd.metadata.namespace or ""
+        ensured: list[str] = []
+        try:
+            # 6. The endpoint picker's configuration, its pool and the mesh's way to it.
+            ensured += await self._epp(dgd, owner)
+        except ClusterError as error:
+            return StepFailed(f"failed to reconcile EPP resources: {error}")
         if needs_wait_leader(dgd):
             try:
                 # 7. Multinode workers wait for their leader with this script.
@@ -125,6 +176,25 @@ class SharedResources(Actor[EnsureShared]):
                 return StepFailed(f"failed to ensure the MPI SSH key Secret: {error}")
         return SharedEnsured(tuple(ensured))
 
+    async def _epp(self, dgd: DynamoGraphDeployment, owner: DynamoGraphDeployment) -> list[str]:
+        component = epp_component(dgd)
+        if component is None:
+            return []
+        mesh = self._config.service_mesh
+        objects = epp_objects(dgd, component, mesh, istio=bool(mesh.enabled))
+        # With the Istio gate off, a DestinationRule this DGD made while it was on goes (none is read
+        # where the API is not served: the GET answers "not found").
+        if not mesh.enabled:
+            rule = render_destination_rule(dgd, component, mesh)
+            meta = rule["metadata"]
+            live = await self._reader.get(DESTINATION_RULE.key(meta["namespace"], meta["name"]))
+            controller = controller_of(live) if live is not None else None
+            if controller is not None and controller.uid == owner.metadata.uid:
+                await self._syncer.delete(
+                    DESTINATION_RULE, live, owner=owner, why="the Istio service mesh is off"
+                )
+        return await self._sync_all(objects, owner)
+
     async def _sync_all(self, objects: list[JSON], owner: DynamoGraphDeployment) -> list[str]:
         names = []
         for desired in objects:
@@ -135,17 +205,18 @@ class SharedResources(Actor[EnsureShared]):
             names.append(f"{desired['kind']} {meta['name']}")
         return names
 
-    async def _planner_rbac(self, namespace: str, owner: DynamoGraphDeployment) -> list[str]:
-        role = self._config.rbac.planner_cluster_role_name
-        if not role:
-            raise _Missing("planner ClusterRole name is required in cluster-wide mode")
+    async def _bind_cluster_role(
+        self, owner: DynamoGraphDeployment, role: str, identity: tuple[JSON, JSON]
+    ) -> list[str]:
+        """A ServiceAccount and its RoleBinding to the ClusterRole ``role``, which must exist."""
         # Read at most once per ROLE_CHECK_PERIOD for all DGDs: the operator's RBAC lets it get this one
         # ClusterRole, not watch it.
         now = self.context.clock.now()
         if not await self._reader.exists(CLUSTER_ROLE.key(None, role), now=now, fresh_for=ROLE_CHECK_PERIOD):
             why = "ensure it is created by Helm before deploying components"
             raise _Missing(f'cluster role "{role}" does not exist: {why}')
-        account, binding = planner_rbac(namespace, role)
+        account, binding = identity
+        namespace = account["metadata"]["namespace"]
         # Every DGD of the namespace ensures the same two objects: one at a time, so only the first
         # creates them and the others find them (in the cache, which observed the create).
         account_name, binding_name = account["metadata"]["name"], binding["metadata"]["name"]
@@ -153,10 +224,10 @@ class SharedResources(Actor[EnsureShared]):
             if await self._reader.get(SERVICE_ACCOUNT.key(namespace, account_name)) is None:
                 await self._syncer.create(SERVICE_ACCOUNT, account, owner=owner)
         async with self._syncer.exclusive(ROLE_BINDING, namespace, binding_name):
-            await self._planner_binding(namespace, binding, owner)
-        return [f"ServiceAccount {account['metadata']['name']}", f"RoleBinding {binding['metadata']['name']}"]
+            await self._binding(namespace, binding, owner)
+        return [f"ServiceAccount {account_name}", f"RoleBinding {binding_name}"]
 
-    async def _planner_binding(self, namespace: str, binding: JSON, owner: DynamoGraphDeployment) -> None:
+    async def _binding(self, namespace: str, binding: JSON, owner: DynamoGraphDeployment) -> None:
         live = await self._reader.get(ROLE_BINDING.key(namespace, binding["metadata"]["name"]))
         if live is None:
             await self._syncer.create(ROLE_BINDING, binding, owner=owner)

@@ -18,7 +18,7 @@ from dgd.actors.cache import Reader
 from dgd.actors.children.checkpoint_storage import FinalizeCheckpoints, ResolveCheckpoints
 from dgd.actors.children.restart import ResolveRestart
 from dgd.actors.children.scaling_adapters import ReconcileAdapters
-from dgd.actors.children.shared_resources import EnsureShared
+from dgd.actors.children.shared_resources import EnsureShared, EnsureSharedAfterCheckpoints
 from dgd.actors.children.step_failed import StepFailed
 from dgd.actors.programs.result import ProgramResult
 from dgd.actors.runtime import Ref
@@ -41,7 +41,7 @@ class ProgramParts(TypedDict):
     reader: Reader
     syncer: Syncer
     now: Callable[[], str]
-    shared_resources: Ref[EnsureShared]
+    shared_resources: Ref[EnsureShared | EnsureSharedAfterCheckpoints]
     checkpoints: Ref[ResolveCheckpoints | FinalizeCheckpoints]
     restart: Ref[ResolveRestart]
     adapters: Ref[ReconcileAdapters]
@@ -85,8 +85,9 @@ class WorkloadProgram:
     async def ensure_shared(
         self, result: ProgramResult, dgd: DynamoGraphDeployment, worker_hash: str
     ) -> Mapping[str, CheckpointInfo]:
-        """Shared resources before any pod exists that needs them, then the checkpoints, whose statuses
-        are published even if a later step fails."""
+        """Shared resources before any pod exists that needs them (dgd-domain §7): RBAC, claims and
+        discovery, then the checkpoints, whose statuses are published even if a later step fails, then
+        the EPP's objects, the wait-for-leader script and the MPI keys."""
         shared = await self._shared_resources.ask(EnsureShared(dgd, result.dgd))
         if isinstance(shared, StepFailed):
             raise Failure(FAILED_TO_RECONCILE, shared.message)
@@ -96,6 +97,9 @@ class WorkloadProgram:
         if isinstance(resolved, StepFailed):
             raise Failure(FAILED_TO_RECONCILE, resolved.message)
         result.status = msgspec.structs.replace(result.status, checkpoints=status_projection(resolved.infos))
+        after = await self._shared_resources.ask(EnsureSharedAfterCheckpoints(dgd, result.dgd))
+        if isinstance(after, StepFailed):
+            raise Failure(FAILED_TO_RECONCILE, after.message)
         return resolved.infos
 
     async def resolve_restart(

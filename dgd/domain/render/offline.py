@@ -4,7 +4,9 @@
 from v1alpha1 if needed, validated as a create, defaulted in memory). ``refusals`` lists what this
 operator cannot render yet, each naming its field. ``render`` returns the objects of the DGD's
 pathway: the PodCliqueSet and its stable Services, Ingress and VirtualService on Grove, the DCDs on
-the Component pathway. Shared resources (RBAC, ConfigMaps, scaling adapters) are not part of rendering.
+the Component pathway; then, for a DGD with an endpoint picker, its ConfigMap, InferencePool and (with
+the Istio provider configured) DestinationRule. Other shared resources (RBAC, the discovery identity,
+the wait-for-leader script, scaling adapters) are not part of rendering.
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ import msgspec
 from dgd.domain.admission.defaulting import ENABLE_GROVE, WORKLOAD_PROVIDER
 from dgd.domain.admission.validation import admit
 from dgd.domain.conversion.dgd import ConversionError, dgd_to_v1beta1
+from dgd.domain.gates import mesh_provider_istio
 from dgd.domain.metadata_keys import MAX_LABEL_VALUE
 from dgd.domain.naming import dynamo_namespace
 from dgd.domain.pod_merge import JSON
 from dgd.domain.render import kv_transfer
 from dgd.domain.render.dcd import render_dcds
+from dgd.domain.render.epp import epp_component, epp_objects
 from dgd.domain.render.errors import RenderError, not_supported_yet
 from dgd.domain.render.pcs import graph_discovery_backend, render_pcs
 from dgd.domain.render.pod_template_shape import shape_errors
@@ -123,9 +127,6 @@ def _component_refusals(
                 "the DGD name, or set globalDynamoNamespace",
             )
         )
-    if component.type == "epp":
-        what = "EPP resources (the endpoint picker's ConfigMap, InferencePool and Istio DestinationRule)"
-        problems.append(not_supported_yet(f"{at}.type", what))
     experimental = component.experimental
     if experimental is not None and experimental.gpu_memory_service is not None:
         what = "GPU memory service (DRA resource claim templates)"
@@ -177,6 +178,10 @@ def render(
     else:
         dcds = render_dcds(dgd, worker_hash=worker_hash(dgd))
         objects = [msgspec.to_builtins(dcd) for dcd in dcds]
+    # The endpoint picker's objects, as on a cluster that serves Istio when the config names it.
+    component = epp_component(dgd)
+    if component is not None:
+        objects += epp_objects(dgd, component, config.service_mesh, istio=mesh_provider_istio(config))
     return [_kubernetes_order(obj) for obj in objects]
 
 

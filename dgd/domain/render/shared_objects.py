@@ -1,10 +1,10 @@
 """The objects the shared-resources step ensures beside a DGD's workload (dgd-domain §7), as JSON.
 
 Per namespace, not owned by any DGD: the planner ServiceAccount and its RoleBinding to the planner
-ClusterRole (cluster-wide mode), and the MPI SSH key Secret replicated from the operator's
-namespace. Per DGD, owned by it (garbage-collected with it): the Kubernetes-discovery
-ServiceAccount, Role and RoleBinding, the wait-for-leader ConfigMap of multinode graphs, and the
-legacy v1alpha1 ``spec.pvcs`` claims marked ``create``.
+ClusterRole, and the endpoint picker's pair when a DGD there has one (cluster-wide mode), and the
+MPI SSH key Secret replicated from the operator's namespace. Per DGD, owned by it (garbage-collected
+with it): the Kubernetes-discovery ServiceAccount, Role and RoleBinding, the wait-for-leader
+ConfigMap of multinode graphs, and the legacy v1alpha1 ``spec.pvcs`` claims marked ``create``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from dgd.messages.config import OperatorConfig
 from dgd.messages.dgd import DynamoGraphDeployment
 
 PLANNER_SERVICE_ACCOUNT = "planner-serviceaccount"
+EPP_SERVICE_ACCOUNT = "epp-serviceaccount"
 MANAGED_BY = "app.kubernetes.io/managed-by"
 OPERATOR = "dynamo-operator"
 RBAC_API = "rbac.authorization.k8s.io/v1"
@@ -60,24 +61,34 @@ def _meta(name: str, namespace: str, labels: dict[str, str] | None = None) -> JS
 
 def planner_rbac(namespace: str, cluster_role: str) -> tuple[JSON, JSON]:
     """The planner ServiceAccount and its RoleBinding to ``cluster_role`` in ``namespace``."""
+    return service_account_rbac(PLANNER_SERVICE_ACCOUNT, namespace, cluster_role)
+
+
+def epp_rbac(namespace: str, cluster_role: str) -> tuple[JSON, JSON]:
+    """The endpoint picker's ServiceAccount and its RoleBinding to ``cluster_role`` in ``namespace``."""
+    return service_account_rbac(EPP_SERVICE_ACCOUNT, namespace, cluster_role)
+
+
+def service_account_rbac(account: str, namespace: str, cluster_role: str) -> tuple[JSON, JSON]:
+    """ServiceAccount ``account`` and its RoleBinding ``<account>-binding`` to ``cluster_role``."""
     labels = {
         MANAGED_BY: OPERATOR,
         "app.kubernetes.io/component": "rbac",
-        "app.kubernetes.io/name": PLANNER_SERVICE_ACCOUNT,
+        "app.kubernetes.io/name": account,
     }
-    account = {
+    service_account = {
         "apiVersion": "v1",
         "kind": "ServiceAccount",
-        "metadata": _meta(PLANNER_SERVICE_ACCOUNT, namespace, labels),
+        "metadata": _meta(account, namespace, labels),
     }
     binding = {
         "apiVersion": RBAC_API,
         "kind": "RoleBinding",
-        "metadata": _meta(f"{PLANNER_SERVICE_ACCOUNT}-binding", namespace, labels),
+        "metadata": _meta(f"{account}-binding", namespace, labels),
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_role},
-        "subjects": [{"kind": "ServiceAccount", "name": PLANNER_SERVICE_ACCOUNT, "namespace": namespace}],
+        "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
     }
-    return account, binding
+    return service_account, binding
 
 
 def discovery_enabled(dgd: DynamoGraphDeployment, config: OperatorConfig) -> bool:

@@ -201,9 +201,25 @@ def _manifest(dcd: DynamoComponentDeployment, current: str) -> JSONObject:
         generate_name=f"{dcd.metadata.name}-{current}-",
         labels=pod_labels,
         annotations=pod_annotations or None,
-        spec=template.get("spec") or {"containers": [{"name": "main"}]},
+        spec=_with_claim_volumes(template.get("spec") or {"containers": [{"name": "main"}]}),
         owner=owner,
     )
+
+
+def _with_claim_volumes(spec: JSONObject) -> JSONObject:
+    """The pod spec with a volume for every mount that names none: the claim of that name, as the DCD
+    controller's pod rendering adds it (a v1alpha1 ``volumeMounts`` entry names its claim; podspec §3)."""
+    declared = {volume.get("name") for volume in spec.get("volumes") or []}
+    missing: list[str] = []
+    for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+        for mount in container.get("volumeMounts") or []:
+            name = mount.get("name")
+            if name not in declared and name not in missing:
+                missing.append(name)
+    if not missing:
+        return spec
+    claims = [{"name": name, "persistentVolumeClaim": {"claimName": name}} for name in missing]
+    return {**spec, "volumes": [*(spec.get("volumes") or []), *claims]}
 
 
 def _multinode(dcd: DynamoComponentDeployment) -> bool:

@@ -36,9 +36,11 @@ from dgd.cluster.resources import (
     CRD,
     DCD,
     DEFAULT_RESOURCES,
+    DESTINATION_RULE,
     DGD,
     DGDSA,
     EVENT,
+    INFERENCE_POOL,
     INGRESS,
     LEASE,
     MUTATING_WEBHOOK_CONFIGURATION,
@@ -73,6 +75,7 @@ OPERATOR_NS = RELEASE_NAMESPACE
 
 AGG = "ai-dynamo-dynamo/examples/backends/vllm/deploy/agg.yaml"
 MULTINODE = "ai-dynamo-dynamo/examples/backends/vllm/deploy/disagg-multinode.yaml"
+GAIE = "ai-dynamo-dynamo/examples/backends/vllm/deploy/gaie/agg.yaml"
 WORKER = "VllmDecodeWorker"
 #: Generous limits in cluster seconds (the world's pods are ready 30 s after they are created).
 WAIT = 900.0
@@ -285,6 +288,75 @@ async def legacy_claims(user: User) -> None:
     name = await user.apply(dgd_to_v1beta1(alpha))
     await user.until_successful(name)
     assert (await user.client.get(PVC.key(USER_NS, "legacy-cache")))["metadata"]["name"] == "legacy-cache"
+
+
+async def _endpoint_pickers(user: User) -> list[str]:
+    """The gaie example (an endpoint picker and a decode worker) on both pathways, each successful."""
+    names = []
+    for grove in (True, False):
+        document = upstream(GAIE)
+        document["metadata"]["name"] = f"epp-{'grove' if grove else 'component'}"
+        document["metadata"]["annotations"] = {} if grove else {"nvidia.com/enable-grove": "false"}
+        names.append(await user.apply(document))
+    for name in names:
+        await user.until_successful(name)
+    return names
+
+
+async def _repaired(
+    user: User, resource: Resource[Any], name: str, field: str, value: Any, owner: str
+) -> None:
+    """Someone sets a field of the child's spec: the operator (nudged through ``owner``) puts it back."""
+    key = resource.as_raw().key(USER_NS, name)
+    wanted = (await user.client.get(key))["spec"][field]
+    await user.client.patch(key, {"spec": {field: value}})
+    await _nudge(user, owner)
+
+    async def restored() -> bool:
+        return bool((await user.client.get(key))["spec"][field] == wanted)
+
+    await user.sim.until(restored, timeout=WAIT)
+
+
+async def endpoint_picker(user: User) -> None:
+    """Graphs with an endpoint picker, the Istio mesh off: their EPP RBAC, ConfigMap and pool made,
+    a pool edited is repaired, and a DestinationRule a graph controls (left from when the mesh was
+    on) is deleted."""
+    grove, _ = await _endpoint_pickers(user)
+    await _repaired(user, INFERENCE_POOL, f"{grove}-pool", "targetPorts", [{"number": 9999}], grove)
+    owner = await user.dgd(grove)
+    assert owner is not None
+    reference = {
+        "apiVersion": "nvidia.com/v1beta1",
+        "kind": "DynamoGraphDeployment",
+        "name": owner.metadata.name,
+        "uid": owner.metadata.uid,
+        "controller": True,
+    }
+    rule = {
+        "apiVersion": "networking.istio.io/v1beta1",
+        "kind": "DestinationRule",
+        "metadata": {"name": f"{grove}-epp", "namespace": USER_NS, "ownerReferences": [reference]},
+        "spec": {"host": f"{grove}-epp"},
+    }
+    await user.client.create(DESTINATION_RULE.as_raw(), rule)
+    await _nudge(user, grove)
+
+    async def rule_gone() -> bool:
+        try:
+            await user.client.get(DESTINATION_RULE.as_raw().key(USER_NS, f"{grove}-epp"))
+        except NotFound:
+            return True
+        return False
+
+    await user.sim.until(rule_gone, timeout=WAIT)
+
+
+async def endpoint_picker_in_a_mesh(user: User) -> None:
+    """Graphs with an endpoint picker, the Istio mesh on: their DestinationRules made, one edited is
+    repaired."""
+    grove, _ = await _endpoint_pickers(user)
+    await _repaired(user, DESTINATION_RULE, f"{grove}-epp", "host", "elsewhere", grove)
 
 
 async def checkpointed_graphs(user: User) -> None:
@@ -531,9 +603,11 @@ async def _exercise(
     stories: tuple[Story, ...],
     clean: list[Call] | None,
     webhooks: WebhookSettings | None,
+    served: tuple[str, ...],
 ) -> list[Call]:
     calls: list[Call] = []
-    settings = WorldSettings(checkpoint_delay=60.0, namespaces=(USER_NS,))
+    served_groups = (*WorldSettings().served_groups, *served)
+    settings = WorldSettings(checkpoint_delay=60.0, namespaces=(USER_NS,), served_groups=served_groups)
     async with SimulatedCluster(settings, seed=11, config=config, resources=SERVED) as sim:
         # The CRDs applied, as before any install (their conversion not yet pointed at the operator).
         for path in sorted((DEPLOY / "crds").glob("*.yaml")):
@@ -577,10 +651,14 @@ async def _exercise(
 
 
 def exercise(
-    config: OperatorConfig, stories: tuple[Story, ...], webhooks: WebhookSettings | None = None
+    config: OperatorConfig,
+    stories: tuple[Story, ...],
+    webhooks: WebhookSettings | None = None,
+    served: tuple[str, ...] = (),
 ) -> list[Call]:
     """Every API call the daemon made while ``stories`` were played, then every graph deleted: in a
     run without faults, then in a run where each of the first run's writes fails once; with
-    ``webhooks``, the daemon's webhooks served and registered."""
-    clean = run(_exercise, config, stories, None, webhooks)
-    return clean + run(_exercise, config, stories, clean, webhooks)
+    ``webhooks``, the daemon's webhooks served and registered; ``served``: API groups the cluster's
+    discovery shows besides the simulation's own (``group/version``), which the gates probe."""
+    clean = run(_exercise, config, stories, None, webhooks, served)
+    return clean + run(_exercise, config, stories, clean, webhooks, served)

@@ -137,7 +137,8 @@ def test_an_installation_watching_two_namespaces_grants_the_same_roles_in_each()
         ("ClusterRole", install.webhook_cluster_role_name),
         ("ClusterRoleBinding", install.webhook_cluster_role_name),
     }
-    # and each watched namespace holds the operator's two Roles, the planner's identity and their bindings
+    # and each watched namespace holds the operator's two Roles, the planner's and the endpoint picker's
+    # identities (supplement §2.3) and their bindings
     for namespace in install.watch:
         objects = {
             (d["kind"], d["metadata"]["name"]): d
@@ -152,6 +153,9 @@ def test_an_installation_watching_two_namespaces_grants_the_same_roles_in_each()
             ("ServiceAccount", "planner-serviceaccount"),
             ("Role", "planner-role"),
             ("RoleBinding", "planner-binding"),
+            ("ServiceAccount", "epp-serviceaccount"),
+            ("Role", "epp-role"),
+            ("RoleBinding", "epp-binding"),
         }
         assert objects["Role", release]["rules"] == install.operator_rules()
         assert objects["Role", f"{release}-delegated"]["rules"] == install.delegated_rules()
@@ -161,6 +165,12 @@ def test_an_installation_watching_two_namespaces_grants_the_same_roles_in_each()
         assert objects["RoleBinding", f"{release}-delegated"]["subjects"] == [operator]
         planner = {"kind": "ServiceAccount", "name": "planner-serviceaccount", "namespace": namespace}
         assert objects["RoleBinding", "planner-binding"]["subjects"] == [planner]
+        epp = {"kind": "ServiceAccount", "name": "epp-serviceaccount", "namespace": namespace}
+        assert objects["RoleBinding", "epp-binding"]["subjects"] == [epp]
+        # the endpoint picker's Role without the two cluster-scoped reviews (supplement §2.3)
+        assert {r["apiGroups"][0] for r in objects["Role", "epp-role"]["rules"]}.isdisjoint(
+            {"authentication.k8s.io", "authorization.k8s.io"}
+        )
     # and the operator is given both namespaces in order, the first being its config's switch and MPI home
     (container,) = find(documents, "Deployment", release)["spec"]["template"]["spec"]["containers"]
     parser = argparse.ArgumentParser()

@@ -54,6 +54,8 @@ from tests.unit.deploy.exercise import (
     Story,
     checkpointed_graphs,
     component_graph,
+    endpoint_picker,
+    endpoint_picker_in_a_mesh,
     exercise,
     grove_graph,
     kv_transfer_graph,
@@ -77,6 +79,7 @@ RESTRICTED_STORIES: tuple[Story, ...] = (
     *COMPONENT_STORIES,
     tampered_children,
     webhook_certificates,
+    endpoint_picker,
 )
 #: Cluster-wide only: the ClusterTopologyBinding a KV-transfer policy names is cluster-scoped.
 ALL_STORIES: tuple[Story, ...] = (*RESTRICTED_STORIES, tampered_planner_binding, kv_transfer_graph)
@@ -203,12 +206,25 @@ def webhooks(install: Any) -> WebhookSettings:
 INGRESS = {"ingress": {"controllerClassName": "nginx", "virtualServiceGateway": "istio-system/gateway"}}
 
 
+#: The Istio mesh on, on a cluster that serves DestinationRules: any installation may configure it.
+MESH = {"serviceMesh": {"provider": "istio", "istio": {}}}
+ISTIO_GROUP_VERSION = "networking.istio.io/v1beta1"
+
+
+def in_a_mesh(install: Any) -> list[Call]:
+    """The calls of the endpoint picker's graphs in a mesh, which the same installation makes when its
+    configuration turns the mesh on."""
+    mesh = config(install, **MESH)
+    return exercise(mesh, (endpoint_picker_in_a_mesh,), webhooks(install), served=(ISTIO_GROUP_VERSION,))
+
+
 @functools.cache
 def derived(run: str) -> Needs:
     """What the operator needs in each exercised installation (each runs once per test session)."""
     if run == "cluster-wide":
         install = generate.CLUSTER_WIDE
-        return needs(exercise(config(install, **INGRESS), ALL_STORIES, webhooks(install)))
+        calls = exercise(config(install, **INGRESS), ALL_STORIES, webhooks(install))
+        return needs(calls + in_a_mesh(install))
     if run == "checkpoint":
         install = generate.Install(checkpoint=True)
         return needs(exercise(config(install), (checkpointed_graphs,), webhooks(install)))
@@ -217,7 +233,8 @@ def derived(run: str) -> Needs:
         return needs(exercise(config(install, **INGRESS), COMPONENT_STORIES, webhooks(install)))
     assert run == "restricted"
     install = generate.Install(watch=(USER_NS,))
-    return needs(exercise(config(install, **INGRESS), RESTRICTED_STORIES, webhooks(install)))
+    calls = exercise(config(install, **INGRESS), RESTRICTED_STORIES, webhooks(install))
+    return needs(calls + in_a_mesh(install))
 
 
 def granted(documents: list[dict[str, Any]], kind: str, name: str) -> frozenset[Permission]:
@@ -246,9 +263,11 @@ def test_the_delegated_role_grants_exactly_what_the_operator_hands_to_graphs_and
     # given the rules of the Roles the operator wrote and the ClusterRoles it bound
     need = derived("cluster-wide").delegated
     given = granted(committed(CLUSTER_WIDE_RBAC), "ClusterRole", f"{RELEASE}-delegated")
-    # then the delegated ClusterRole grants exactly those, `bind` only on the planner's ClusterRole
+    # then the delegated ClusterRole grants exactly those, `bind` only on the planner's and the
+    # endpoint picker's ClusterRoles
     assert need == given, difference(need, given)
     assert Permission(RBAC, "clusterroles", "bind", f"{RELEASE}-planner") in given
+    assert Permission(RBAC, "clusterroles", "bind", f"{RELEASE}-epp") in given
 
 
 def test_leader_election_is_granted_exactly_its_lease_calls_in_the_operators_namespace() -> None:

@@ -16,9 +16,8 @@ UPSTREAM_DGDS = dgd_files()
 #: Upstream DGDs this operator refuses by design, and the reason it prints.
 REFUSED = {
     "snapshot-restore.yaml": "checkpoint functionality is disabled in the operator configuration",
-    # Refused until the parity issue lands: the GPU memory service and the endpoint picker.
+    # Refused until the parity issue lands: the GPU memory service.
     "agg_failover.yaml": "GPU memory service (DRA resource claim templates) is not supported yet",
-    "agg.yaml@gaie": "EPP resources (the endpoint picker's ConfigMap, InferencePool",
 }
 
 
@@ -64,6 +63,8 @@ def test_every_upstream_dgd_renders_or_is_refused_with_its_reason(
         "DynamoComponentDeployment",
         "Service",
         "Ingress",
+        "ConfigMap",
+        "InferencePool",
     }
 
 
@@ -113,12 +114,28 @@ def test_rendering_twice_prints_the_same_bytes(tmp_path: Path, capsys: pytest.Ca
     assert _run(capsys, path)[1] == _run(capsys, path)[1]
 
 
+EPP_WITH_ITS_OWN_CONFIG_MAP = (
+    "    - name: epp\n      type: epp\n      eppConfig: {configMapRef: {name: c, key: k}}\n"
+    "      podTemplate: {spec: {containers: [{name: main, image: 'epp:1.4.0'}]}}\n"
+)
+
+
+def test_an_endpoint_picker_renders_its_pool_after_the_pathway_objects_and_no_config_map_of_its_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # given a DGD whose endpoint picker reads a ConfigMap of the user's
+    code, out, err = _run(capsys, _write(tmp_path, DGD + EPP_WITH_ITS_OWN_CONFIG_MAP))
+
+    # then the pathway's objects come first, then the InferencePool, and no ConfigMap is rendered
+    # (dgd-domain §7 step 6: none is created when eppConfig.configMapRef is used)
+    assert code == 0, err
+    kinds = [d["kind"] for d in yaml.safe_load_all(out)]
+    assert kinds[0] == "PodCliqueSet"
+    assert kinds[-1] == "InferencePool"
+    assert "ConfigMap" not in kinds
+
+
 UNSUPPORTED = {
-    "epp": (
-        "    - name: epp\n      type: epp\n      eppConfig: {configMapRef: {name: c, key: k}}\n"
-        "      podTemplate: {spec: {containers: [{name: main, image: 'epp:1.4.0'}]}}\n",
-        "spec.components[1].type: EPP resources",
-    ),
     "gms": (
         "    - name: w\n      type: worker\n      experimental: {gpuMemoryService: {mode: IntraPod}}\n"
         "      podTemplate: {spec: {containers: [{name: main, image: 'w:1.4.0',\n"

@@ -164,3 +164,28 @@ async def test_the_kv_transfer_topology_source_on_a_dcd_reaches_its_pods() -> No
     annotations = pod["metadata"]["annotations"]
     assert annotations["nvidia.com/topology-label-key"] == "topology.kubernetes.io/zone"
     assert annotations["keep"] == "me"
+
+
+async def test_a_mount_that_names_no_volume_gets_the_claim_of_its_name_in_the_pod() -> None:
+    async with SimulatedCluster(FAST) as sim:
+        # Given the worker DCD of the upstream gaie recipe, whose v1alpha1 volumeMounts name the claim
+        # model-cache and whose pod template declares no volume for it
+        objects = rendered("recipes/qwen3-0.6b/vllm/agg/gaie/deploy.yaml", pathway="component")
+        worker = next(
+            as_dcd(o)
+            for o in objects
+            if o["kind"] == "DynamoComponentDeployment" and o["spec"]["type"] == "worker"
+        )
+        assert "volumes" not in (worker.spec.pod_template or {})["spec"]
+
+        # When the controller makes its pods
+        await sim.cluster.create(DCD, worker)
+        await sim.run_for(1)
+
+        # Then each pod mounts the claim (a real API server refuses a mount without its volume)
+        made = await pods(sim.cluster, f"{SELECTOR}={worker.metadata.name}")
+        assert made
+        for pod in made:
+            assert {"name": "model-cache", "persistentVolumeClaim": {"claimName": "model-cache"}} in pod[
+                "spec"
+            ]["volumes"]

@@ -82,6 +82,12 @@ fromJsonArray); empty in cluster-wide mode. Rendering fails unless each is a nam
 - apiGroups: [events.k8s.io]
   resources: [events]
   verbs: [create, patch]
+- apiGroups: [inference.networking.k8s.io]
+  resources: [inferencepools]
+  verbs: [create, get, patch]
+- apiGroups: [networking.istio.io]
+  resources: [destinationrules]
+  verbs: [create, get, list, watch, patch, delete]
 {{- if eq (toString .Values.featureGates.grove) "false" }}
 - apiGroups: [grove.io]
   resources: [podcliquesets]
@@ -108,7 +114,7 @@ fromJsonArray); empty in cluster-wide mode. Rendering fails unless each is a nam
   verbs: [update, delete]
 - apiGroups: [rbac.authorization.k8s.io]
   resources: [clusterroles]
-  resourceNames: [{{ include "dgd-operator.fullname" . }}-planner]
+  resourceNames: [{{ include "dgd-operator.fullname" . }}-planner, {{ include "dgd-operator.fullname" . }}-epp]
   verbs: [get]
 {{- if ne (toString .Values.featureGates.grove) "false" }}
 - apiGroups: [grove.io]
@@ -118,7 +124,7 @@ fromJsonArray); empty in cluster-wide mode. Rendering fails unless each is a nam
 {{- end }}
 {{- end -}}
 
-{{/* What the operator hands out: the discovery Role of every graph (and the planner's ClusterRole). */}}
+{{/* What the operator hands out: the discovery Role of every graph (and the planner's and EPP's ClusterRoles). */}}
 {{- define "dgd-operator.delegatedRules" -}}
 - apiGroups: [""]
   resources: [endpoints, pods]
@@ -132,7 +138,7 @@ fromJsonArray); empty in cluster-wide mode. Rendering fails unless each is a nam
 {{- if not (include "dgd-operator.restricted" .) }}
 - apiGroups: [rbac.authorization.k8s.io]
   resources: [clusterroles]
-  resourceNames: [{{ include "dgd-operator.fullname" . }}-planner]
+  resourceNames: [{{ include "dgd-operator.fullname" . }}-planner, {{ include "dgd-operator.fullname" . }}-epp]
   verbs: [bind]
 {{- end }}
 {{- end -}}
@@ -170,4 +176,31 @@ anything but Fail or Ignore. */}}
 {{- fail (printf "webhook.failurePolicy: %s is not Fail or Ignore: Fail refuses DGD, DCD and DynamoCheckpoint writes while no replica answers the webhooks, Ignore admits them unchecked" (toJson $policy)) -}}
 {{- end -}}
 {{- $policy -}}
+{{- end -}}
+
+{{/* The endpoint picker's permissions (supplement §2.3); restricted, without the two cluster-scoped reviews. */}}
+{{- define "dgd-operator.eppRules" -}}
+- apiGroups: [inference.networking.x-k8s.io]
+  resources: [inferencepools, inferenceobjectives, inferencemodelrewrites]
+  verbs: [get, list, watch]
+- apiGroups: [inference.networking.k8s.io]
+  resources: [inferencepools]
+  verbs: [get, list, watch]
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [get, list, watch]
+- apiGroups: [discovery.k8s.io]
+  resources: [endpointslices]
+  verbs: [get, list, watch]
+- apiGroups: [nvidia.com]
+  resources: [dynamoworkermetadatas]
+  verbs: [get, list, watch, create, update, patch, delete]
+{{- if not (include "dgd-operator.restricted" .) }}
+- apiGroups: [authentication.k8s.io]
+  resources: [tokenreviews]
+  verbs: [create]
+- apiGroups: [authorization.k8s.io]
+  resources: [subjectaccessreviews]
+  verbs: [create]
+{{- end }}
 {{- end -}}
