@@ -57,6 +57,7 @@ from dgd.cluster.resources import (
     PCS,
     PCSG,
     POD,
+    RESOURCE_CLAIM_TEMPLATE,
     ROLE,
     ROLE_BINDING,
     SERVICE,
@@ -97,6 +98,9 @@ SELECTORS: dict[str, str] = {
 GROVE_WATCHED: tuple[Resource[Any], ...] = (PCS, PCLQ, PCSG)
 #: Watched when the checkpoint gate is on (the DynamoCheckpoint API exists then).
 CHECKPOINT_WATCHED: tuple[Resource[Any], ...] = (CHECKPOINT,)
+#: Watched when the DRA gate is on: the GPU memory service's ResourceClaimTemplates (a DGD's own map to it
+#: through their controller reference; dgd-domain §16 lists them among the DRA watches).
+DRA_WATCHED: tuple[Resource[Any], ...] = (RESOURCE_CLAIM_TEMPLATE,)
 
 #: DGD and adapter actors (one per object) each have their own restart budget: one over it is parked
 #: (restarted after a backoff that grows to 1,000 s, or at once on a spec change), never escalated, so
@@ -110,7 +114,8 @@ def watched(config: OperatorConfig) -> tuple[Resource[Any], ...]:
     """The kinds this configuration's operator watches."""
     grove = GROVE_WATCHED if config.orchestrators.grove.enabled is True else ()
     checkpoints = CHECKPOINT_WATCHED if config.checkpoint.enabled is True else ()
-    return WATCHED + grove + checkpoints
+    dra = DRA_WATCHED if config.dra.enabled is True else ()
+    return WATCHED + grove + checkpoints + dra
 
 
 def operator_children(

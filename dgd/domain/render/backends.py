@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Literal
 
 from dgd.domain.metadata_keys import ORIGIN_VERSION, VLLM_EXECUTOR_BACKEND
@@ -44,18 +45,23 @@ def update_container(
     annotations: dict[str, str],
     cache_mount_path: str | None,
     mpi_secret: str,
+    count_gpus: Callable[[JSON], int] = container_gpus,
 ) -> JSON:
-    """The main container after the backend's changes (step 8 of podspec §3)."""
+    """The main container after the backend's changes (step 8 of podspec §3); ``count_gpus`` counts the
+    container's GPUs (DRA claims included) when a multinode launch needs them."""
     if backend == "vllm":
-        return _vllm_container(container, role, nodes, service, deployer, annotations, cache_mount_path)
+        return _vllm_container(
+            container, role, nodes, service, deployer, annotations, cache_mount_path, count_gpus
+        )
     if backend == "sglang":
         return _sglang_container(container, role, nodes, service, deployer)
     if backend == "trtllm":
         if nodes <= 1:
             return dict(container)
         return render_trtllm.update_container(
-            container, role=role, nodes=nodes, service=service, deployer=deployer, mpi_secret=mpi_secret
-        )
+            container, role=role, nodes=nodes, service=service, deployer=deployer, mpi_secret=mpi_secret,
+            count_gpus=count_gpus,
+        )  # fmt: skip
     return dict(container)
 
 
@@ -111,11 +117,12 @@ def _vllm_container(
     deployer: Deployer,
     annotations: dict[str, str],
     cache_mount_path: str | None,
+    count_gpus: Callable[[JSON], int],
 ) -> JSON:
     out = dict(container)
     env = list(container.get("env") or [])
     if nodes > 1:
-        gpus = container_gpus(container)
+        gpus = count_gpus(container)
         out = _vllm_multinode(out, role, nodes, service, deployer, gpus, uses_mp_backend(annotations))
         if uses_mp_backend(annotations):
             env.append(field_env("VLLM_NIXL_SIDE_CHANNEL_HOST", "status.podIP"))

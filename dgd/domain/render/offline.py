@@ -127,13 +127,6 @@ def _component_refusals(
         what = "EPP resources (the endpoint picker's ConfigMap, InferencePool and Istio DestinationRule)"
         problems.append(not_supported_yet(f"{at}.type", what))
     experimental = component.experimental
-    if experimental is not None and experimental.gpu_memory_service is not None:
-        what = "GPU memory service (DRA resource claim templates)"
-        problems.append(not_supported_yet(f"{at}.experimental.gpuMemoryService", what))
-    if experimental is not None and experimental.failover is not None:
-        problems.append(
-            not_supported_yet(f"{at}.experimental.failover", "Failover (it needs GPU memory service)")
-        )
     checkpoint = experimental.checkpoint if experimental is not None else None
     if checkpoint is not None and checkpoint.enabled and not config.checkpoint.enabled:
         problems.append(

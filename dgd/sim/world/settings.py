@@ -44,7 +44,12 @@ class WorldSettings(msgspec.Struct, frozen=True, kw_only=True):
     checkpoint_outcome: Literal["Ready", "Failed"] = "Ready"
     capacity: Annotated[int, msgspec.Meta(ge=0)] | None = None
     topologies: tuple[ClusterTopology, ...] = (ClusterTopology("default"),)
-    served_groups: tuple[str, ...] = ("grove.io/v1alpha1", "nvidia.com/v1alpha1", "nvidia.com/v1beta1")
+    served_groups: tuple[str, ...] = (
+        "grove.io/v1alpha1",
+        "nvidia.com/v1alpha1",
+        "nvidia.com/v1beta1",
+        "resource.k8s.io/v1",
+    )
     namespaces: tuple[str, ...] = ("default",)
     #: How long a world controller waits before retrying after an API error.
     retry_delay: Seconds = 1.0

@@ -55,6 +55,7 @@ from tests.unit.deploy.exercise import (
     checkpointed_graphs,
     component_graph,
     exercise,
+    gpu_memory_service,
     grove_graph,
     legacy_claims,
     multinode_graph,
@@ -74,6 +75,7 @@ RESTRICTED_STORIES: tuple[Story, ...] = (
     grove_graph,
     multinode_graph,
     *COMPONENT_STORIES,
+    gpu_memory_service,
     tampered_children,
     webhook_certificates,
 )
@@ -121,6 +123,12 @@ def named(call: Call) -> Permission:
     return msgspec.structs.replace(call.permission, name=call.name)
 
 
+def user_named(call: Call) -> bool:
+    """A cluster-scoped object whose name the user's DGD chooses (the DeviceClass of a GPU memory
+    service): its rule cannot be narrowed to names the installation knows."""
+    return (call.group, call.resource) == ("resource.k8s.io", "deviceclasses")
+
+
 def needs(calls: list[Call]) -> Needs:
     """What ``calls`` need (see the module)."""
     called: set[Permission] = set()
@@ -134,7 +142,7 @@ def needs(calls: list[Call]) -> Needs:
     identity: set[Permission] = set()
     for call in calls:
         permission = call.permission
-        if not RESOURCES[(call.group, call.resource)].namespaced and call.name:
+        if not RESOURCES[(call.group, call.resource)].namespaced and call.name and not user_named(call):
             permission = msgspec.structs.replace(permission, name=call.name)
         if call.resource == LEASES:
             lease.add(permission)

@@ -16,8 +16,7 @@ UPSTREAM_DGDS = dgd_files()
 #: Upstream DGDs this operator refuses by design, and the reason it prints.
 REFUSED = {
     "snapshot-restore.yaml": "checkpoint functionality is disabled in the operator configuration",
-    # Refused until the parity issue lands: the GPU memory service and the endpoint picker.
-    "agg_failover.yaml": "GPU memory service (DRA resource claim templates) is not supported yet",
+    # Refused until the parity issue lands: the endpoint picker.
     "agg.yaml@gaie": "EPP resources (the endpoint picker's ConfigMap, InferencePool",
 }
 
@@ -118,12 +117,6 @@ UNSUPPORTED = {
         "    - name: epp\n      type: epp\n      eppConfig: {configMapRef: {name: c, key: k}}\n"
         "      podTemplate: {spec: {containers: [{name: main, image: 'epp:1.4.0'}]}}\n",
         "spec.components[1].type: EPP resources",
-    ),
-    "gms": (
-        "    - name: w\n      type: worker\n      experimental: {gpuMemoryService: {mode: IntraPod}}\n"
-        "      podTemplate: {spec: {containers: [{name: main, image: 'w:1.4.0',\n"
-        "        resources: {limits: {nvidia.com/gpu: 1}}}]}}\n",
-        "spec.components[1].experimental.gpuMemoryService: GPU memory service (DRA resource claim templates)",
     ),
     "kv-transfer-policy": (
         "  experimental: {kvTransferPolicy: {domain: rack, labelKey: topology.kubernetes.io/rack}}\n",

@@ -79,6 +79,9 @@ fromJsonArray); empty in cluster-wide mode. Rendering fails unless each is a nam
 - apiGroups: [events.k8s.io]
   resources: [events]
   verbs: [create, patch]
+- apiGroups: [resource.k8s.io]
+  resources: [resourceclaimtemplates]
+  verbs: [create, get, list, watch, patch, delete]
 {{- if eq (toString .Values.featureGates.grove) "false" }}
 - apiGroups: [grove.io]
   resources: [podcliquesets]
@@ -106,6 +109,9 @@ fromJsonArray); empty in cluster-wide mode. Rendering fails unless each is a nam
 - apiGroups: [rbac.authorization.k8s.io]
   resources: [clusterroles]
   resourceNames: [{{ include "dgd-operator.fullname" . }}-planner]
+  verbs: [get]
+- apiGroups: [resource.k8s.io]
+  resources: [deviceclasses]
   verbs: [get]
 {{- end }}
 {{- end -}}
