@@ -22,6 +22,19 @@ from dgd.domain.render.errors import RenderError
 ClaimTemplates = Mapping[str, JSON]
 
 
+def counted_templates(pod_template: JSON | None) -> list[str]:
+    """The ResourceClaimTemplates a GPU count of this pod template's main container may read: those of
+    the pod claims its main container uses (none when it asks for scalar GPUs or claims nothing)."""
+    spec = (pod_template or {}).get("spec") or {}
+    main = next((c for c in spec.get("containers") or [] if c.get("name") == "main"), None)
+    claims = ((main or {}).get("resources") or {}).get("claims") or []
+    used = {c.get("name") for c in claims}
+    names = [
+        c.get("resourceClaimTemplateName") for c in spec.get("resourceClaims") or [] if c.get("name") in used
+    ]
+    return sorted({str(n) for n in names if n})
+
+
 def container_gpus(
     container: JSON, *, pod_claims: list[JSON] | None = None, templates: ClaimTemplates | None = None
 ) -> int:
@@ -90,31 +103,41 @@ def _claim_gpus(claim: JSON, pod_claims: Mapping[object, JSON], templates: Claim
         raise RenderError(
             where, f"device request {wanted!r} is not in ResourceClaimTemplate {template_name!r}"
         )
-    return sum(_request_gpus(request, f"ResourceClaimTemplate {template_name!r}") for request in chosen)
+    return sum(_request_gpus(request, where, template_name) for request in chosen)
 
 
-def _request_gpus(request: JSON, where: str) -> int:
+def _request_gpus(request: JSON, where: str, template: str) -> int:
     exactly = request.get("exactly")
     if exactly is not None:
-        return _devices(exactly, where) if looks_like_gpu(str(exactly.get("deviceClassName") or "")) else 0
+        gpu = looks_like_gpu(str(exactly.get("deviceClassName") or ""))
+        return _devices(exactly, where, template) if gpu else 0
     alternatives = request.get("firstAvailable") or []
     gpus = [a for a in alternatives if looks_like_gpu(str(a.get("deviceClassName") or ""))]
     if not gpus:
         return 0
+    name = request.get("name")
     if len(gpus) != len(alternatives):
-        raise RenderError(where, f"device request {request.get('name')!r} mixes GPU and non-GPU alternatives")
-    counts = {_devices(a, where) for a in gpus}
+        raise RenderError(
+            where, f"ResourceClaimTemplate {template!r}: request {name!r} mixes GPU and non-GPU alternatives"
+        )
+    counts = {_devices(a, where, template) for a in gpus}
     if len(counts) != 1:
         raise RenderError(
-            where, f"device request {request.get('name')!r} has GPU alternatives with different counts"
+            where,
+            f"ResourceClaimTemplate {template!r}: request {name!r} has GPU alternatives with different "
+            "counts",
         )
     return counts.pop()
 
 
-def _devices(request: JSON, where: str) -> int:
+def _devices(request: JSON, where: str, template: str) -> int:
     mode = request.get("allocationMode") or "ExactCount"
     if mode != "ExactCount":
-        raise RenderError(where, f"allocationMode {mode!r} has no fixed GPU count (only ExactCount has)")
+        raise RenderError(
+            where,
+            f"ResourceClaimTemplate {template!r}: allocationMode {mode!r} has no fixed GPU count "
+            "(only ExactCount has)",
+        )
     count = int(request.get("count") or 0)
     return count if count > 0 else 1
 

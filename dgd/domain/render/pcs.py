@@ -24,6 +24,7 @@ from dgd.domain.naming import component_budget, dynamo_namespace, pcs_name
 from dgd.domain.render import pcs_adjustments as adjust
 from dgd.domain.render.clique_metadata import clique_annotations, clique_labels
 from dgd.domain.render.errors import RenderError
+from dgd.domain.render.gpu_count import ClaimTemplates
 from dgd.domain.render.podspec import PullSecrets, render_pod_spec
 from dgd.domain.render.template_defaults import (
     apply_template_defaults,
@@ -79,12 +80,14 @@ def render_pcs(
     restart_at: Mapping[str, str] | None = None,
     gated: Set[str] = frozenset(),
     pull_secrets: PullSecrets | None = None,
+    claim_templates: ClaimTemplates | None = None,
 ) -> PodCliqueSet:
     """The desired PodCliqueSet of a defaulted, namespaced DGD.
 
     ``worker_generation_changed`` comes from the worker-hash plan (§12.7); ``restart_at`` is the
     ``nvidia.com/restartAt`` value per component the restart state selects (others keep what
-    ``existing`` carries); components in ``gated`` wait for a checkpoint and get 0 replicas.
+    ``existing`` carries); components in ``gated`` wait for a checkpoint and get 0 replicas;
+    ``claim_templates`` (by name) are the ResourceClaimTemplates multinode launches count GPUs from.
     """
     name = dgd.metadata.name or ""
     annotations = dgd.metadata.annotations or {}
@@ -102,7 +105,7 @@ def render_pcs(
     for index, component in enumerate(dgd.spec.components or []):
         built, group = _component_cliques(
             dgd, component, index, config, hash_value, component.name in legacy, stamps, kai, volcano,
-            gated, pull_secrets,
+            gated, pull_secrets, claim_templates,
         )  # fmt: skip
         cliques += built
         owner.update({c.name: component.name for c in built})
@@ -152,6 +155,7 @@ def _component_cliques(
     volcano: bool,
     gated: Set[str],
     pull_secrets: PullSecrets | None,
+    claim_templates: ClaimTemplates | None,
 ) -> tuple[list[PodCliqueTemplateSpec], PodCliqueScalingGroupConfig | None]:
     """The cliques of one component, and its scaling group when it has one."""
     namespace = dgd.metadata.namespace or ""
@@ -193,6 +197,7 @@ def _component_cliques(
         pod_spec = render_pod_spec(
             prepared, role=role.kind, backend=backend, deployer="grove", namespace=namespace,
             parent_dgd_name=dgd.metadata.name or "", config=config, pull_secrets=pull_secrets,
+            claim_templates=claim_templates,
         )  # fmt: skip
         pod_spec = _with_scheduler(pod_spec, kai is not None, volcano)
         starts_after = worker_names if backend == "trtllm" and role.kind == "leader" else []
