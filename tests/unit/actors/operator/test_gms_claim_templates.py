@@ -1,0 +1,170 @@
+"""Shared resources step 4 (dgd-domain §7 row 4): the GPU memory service's ResourceClaimTemplates under the
+DRA gate, their DeviceClass check, and their deletion when a component stops using GMS."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+import pytest
+
+from dgd.cluster.errors import NotFound
+from dgd.cluster.memory.adapter import MemoryCluster
+from dgd.cluster.resources import DEVICE_CLASS, DGD, PCS, RESOURCE_CLAIM_TEMPLATE
+from dgd.domain.gates import Gates
+from dgd.messages.dgd import DynamoGraphDeployment
+from tests.unit.actors.operator.harness import NS, Harness, manifest, running_operator
+
+pytestmark = pytest.mark.anyio
+
+DRA = Gates(grove=True, dra=True)
+TEMPLATE = RESOURCE_CLAIM_TEMPLATE.key(NS, "demo-worker-gpu")
+
+
+async def with_nvidia_class(cluster: MemoryCluster) -> None:
+    device_class = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "gpu.nvidia.com"},
+    }
+    await cluster.create(DEVICE_CLASS, {**device_class, "spec": {}})
+
+
+def gms_manifest() -> dict[str, Any]:
+    document = manifest()
+    document["spec"]["components"][1]["experimental"] = {"gpuMemoryService": {}}
+    return document
+
+
+async def edit_worker(op: Harness, change: Callable[[dict[str, Any]], None]) -> None:
+    """Edit the DGD's worker as a user would (a new generation)."""
+    document = msgspec.to_builtins(await op.dgd())
+    change(document["spec"]["components"][1])
+    await op.cluster.replace(DGD, msgspec.convert(document, DynamoGraphDeployment))
+    await op.settle()
+
+
+async def state_and_message(op: Harness) -> tuple[str, str]:
+    dgd = await op.dgd()
+    assert dgd.status is not None and dgd.status.conditions is not None
+    return dgd.status.state or "", dgd.status.conditions[0].message or ""
+
+
+async def test_a_gms_component_gets_its_claim_template_before_its_pods() -> None:
+    async with running_operator(gates=DRA, before=with_nvidia_class) as op:
+        # given a DRA cluster with NVIDIA's DeviceClass, and a DGD whose worker uses the GPU memory service
+        op.writes.clear()
+
+        # when it is applied
+        await op.apply(gms_manifest())
+
+        # then the worker's template exists, owned by the DGD, asking for main's 1 GPU of gpu.nvidia.com
+        template = await op.cluster.get(TEMPLATE)
+        (owner,) = template["metadata"]["ownerReferences"]
+        assert (owner["kind"], owner["name"], owner["controller"]) == ("DynamoGraphDeployment", "demo", True)
+        (request,) = template["spec"]["spec"]["devices"]["requests"]
+        assert request["exactly"] == {
+            "deviceClassName": "gpu.nvidia.com",
+            "allocationMode": "ExactCount",
+            "count": 1,
+        }
+        # and the frontend (no GMS) has none
+        with pytest.raises(NotFound):
+            await op.cluster.get(RESOURCE_CLAIM_TEMPLATE.key(NS, "demo-frontend-gpu"))
+        assert op.writes["create ResourceClaimTemplate"] == 1
+        assert op.writes["create PodCliqueSet"] == 1
+
+        # and a reconcile that finds it as desired writes nothing to it
+        op.writes.clear()
+        op.nudge()
+        await op.settle()
+        assert not [w for w in op.writes if "ResourceClaimTemplate" in w]
+
+
+async def test_a_missing_device_class_fails_naming_it_until_the_driver_registers_it() -> None:
+    async with running_operator(gates=DRA) as op:
+        # given a DRA cluster without the GPU DRA driver's DeviceClass
+        op.writes.clear()
+
+        # when a GMS DGD is applied
+        await op.apply(gms_manifest())
+
+        # then the step fails naming the class and what to do, before the template or any pod is written
+        state, message = await state_and_message(op)
+        assert state == "failed"
+        assert message == (
+            'failed to reconcile GMS ResourceClaimTemplates: DeviceClass "gpu.nvidia.com" not found: '
+            "ensure the GPU DRA driver is installed and the device class is registered"
+        )
+        assert "create ResourceClaimTemplate" not in op.writes
+        assert "create PodCliqueSet" not in op.writes
+
+        # when the driver registers the class ("not found" is never remembered) and the DGD is reconciled
+        await with_nvidia_class(op.cluster)
+        op.nudge()
+        await op.settle()
+
+        # then the template and the PodCliqueSet are made
+        assert (await op.cluster.get(TEMPLATE))["metadata"]["name"] == "demo-worker-gpu"
+        assert (await op.cluster.get(PCS.key(NS, "demo"))).metadata.name == "demo"
+
+
+async def test_a_component_that_stops_using_gms_loses_its_template() -> None:
+    async with running_operator(gates=DRA, before=with_nvidia_class) as op:
+        # given a GMS DGD with its template
+        await op.apply(gms_manifest())
+        await op.cluster.get(TEMPLATE)
+
+        # when its worker drops the GPU memory service
+        await edit_worker(op, lambda worker: worker.pop("experimental"))
+
+        # then the template it owned is deleted, with an event saying why
+        with pytest.raises(NotFound):
+            await op.cluster.get(TEMPLATE)
+        deleted = [note for _, reason, note in await op.events() if reason == "DeleteResourceClaimTemplate"]
+        assert len(deleted) == 1 and "its component no longer uses GMS" in deleted[0]
+
+
+async def test_a_template_of_that_name_the_dgd_does_not_own_is_left_alone() -> None:
+    async with running_operator(gates=DRA, before=with_nvidia_class) as op:
+        # given a user's own template named like the worker's, and a DGD whose worker does not use GMS
+        mine = {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "demo-worker-gpu", "namespace": NS},
+            "spec": {"spec": {"devices": {"requests": []}}},
+        }
+        await op.cluster.create(RESOURCE_CLAIM_TEMPLATE, mine)
+
+        # when the DGD is applied
+        await op.apply(manifest())
+
+        # then the user's template stays (the operator deletes only templates it owns)
+        assert (await op.cluster.get(TEMPLATE))["metadata"]["name"] == "demo-worker-gpu"
+        assert "delete ResourceClaimTemplate" not in op.writes
+
+
+async def test_a_new_gpu_count_replaces_the_template_whose_spec_cannot_change() -> None:
+    async with running_operator(gates=DRA, before=with_nvidia_class) as op:
+        # given a GMS DGD whose template asks for 1 GPU
+        await op.apply(gms_manifest())
+        old_uid = (await op.cluster.get(TEMPLATE))["metadata"]["uid"]
+        op.writes.clear()
+
+        # when its worker asks for 2 GPUs
+        def two_gpus(worker: dict[str, Any]) -> None:
+            worker["podTemplate"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "2"
+
+        await edit_worker(op, two_gpus)
+
+        # then the template is made anew (deleted, then created; never patched: the API server refuses a
+        # changed ResourceClaimTemplate spec) and asks for 2
+        template = await op.cluster.get(TEMPLATE)
+        assert template["metadata"]["uid"] != old_uid
+        assert template["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 2
+        assert (op.writes["delete ResourceClaimTemplate"], op.writes["create ResourceClaimTemplate"]) == (
+            1,
+            1,
+        )
+        assert "patch ResourceClaimTemplate" not in op.writes
