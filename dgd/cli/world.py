@@ -7,7 +7,9 @@ DynamoCheckpoint job controller, and the scheduler and kubelets of their pods. S
 ``successful`` on a cluster with no GPUs and no Grove: only the CRDs are needed.
 
 Each controller runs when its API is served (Grove: the ``grove.io`` group; DCDs and checkpoints:
-their resources answer a list); the pods' always. Time is the wall clock. ``--namespace`` limits
+their resources answer a list); the pods' always. When DRA (``resource.k8s.io/v1``) is served, it
+registers NVIDIA's ``gpu.nvidia.com`` DeviceClass if absent, as the GPU DRA driver of a GPU cluster
+does (GPU memory service claims use it by default). Time is the wall clock. ``--namespace`` limits
 every controller to one namespace. It runs until SIGINT or SIGTERM, then exits 0 (1 when the API
 server cannot be reached, 2 for usage errors and files that cannot be read, 130 when interrupted
 before it runs). Like ``cli.py``, this module is the command line: it may import ``dgd.sim`` and
@@ -37,6 +39,7 @@ from dgd.cluster.retry import RetryingCluster
 from dgd.messages.timestamps import wall_clock
 from dgd.sim import WorldSettings
 from dgd.sim import run as run_loop
+from dgd.sim.world.bootstrap import ensure_gpu_device_class
 from dgd.sim.world.checkpoint import CheckpointController
 from dgd.sim.world.controller import WorldController
 from dgd.sim.world.dcd import DCDController
@@ -152,6 +155,8 @@ async def _main(args: argparse.Namespace, chosen: WorldSettings) -> int:
         served = await kube.group_versions()
         cluster: Cluster = Namespaced(retrying, args.namespace) if args.namespace else retrying
         controllers = await _controllers(cluster, served)
+        if "resource.k8s.io/v1" in served:
+            await ensure_gpu_device_class(retrying)
 
         def current() -> WorldSettings:
             return chosen

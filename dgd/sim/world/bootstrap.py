@@ -70,7 +70,7 @@ async def bootstrap(cluster: Cluster, settings: WorldSettings, config: OperatorC
     await _ensure(cluster, SECRET, _mpi_secret(config))
     served = discovery(settings)
     if served.serves("resource.k8s.io", "v1"):
-        await _ensure(cluster, DEVICE_CLASS, _nvidia_device_class())
+        await ensure_gpu_device_class(cluster)
     return served
 
 
@@ -120,15 +120,21 @@ def _cluster_roles(config: OperatorConfig) -> dict[str, list[JSONObject]]:
     return {name: rules for name, rules in roles.items() if name}
 
 
-def _nvidia_device_class() -> JSONObject:
-    """The DeviceClass NVIDIA's GPU DRA driver registers: every device its driver publishes."""
-    selector = {"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}
-    return {
+#: The DeviceClass NVIDIA's GPU DRA driver registers, which GPU memory service claims use by default.
+GPU_DEVICE_CLASS = "gpu.nvidia.com"
+
+
+async def ensure_gpu_device_class(cluster: Cluster) -> None:
+    """Register NVIDIA's GPU DeviceClass (every device its driver publishes), as the driver does on a
+    GPU cluster, unless it exists."""
+    selector = {"cel": {"expression": f"device.driver == '{GPU_DEVICE_CLASS}'"}}
+    device_class = {
         "apiVersion": DEVICE_CLASS.api_version,
         "kind": "DeviceClass",
-        "metadata": {"name": "gpu.nvidia.com"},
+        "metadata": {"name": GPU_DEVICE_CLASS},
         "spec": {"selectors": [selector]},
     }
+    await _ensure(cluster, DEVICE_CLASS, device_class)
 
 
 def _rule(group: str, resources: list[str], verbs: list[str]) -> JSONObject:
