@@ -2,8 +2,8 @@
 
 ``unsupported(dgd, config)`` lists every feature a defaulted DGD uses that the operator cannot
 reconcile (yet), each as a ``RenderError`` naming the field ("… is not supported yet by
-dgd-operator"): rendering's refusals (EPP, GPU memory service, failover, KV-transfer policy,
-VirtualService, checkpoints while the checkpoint gate is off). A DGD using one fails terminally and
+dgd-operator"): rendering's refusals (EPP, KV-transfer policy, VirtualService, checkpoints while
+the checkpoint gate is off). A DGD using one fails terminally and
 is retried only when its spec changes.
 
 ``checkpoint_preflight`` is the compatibility check of dgd-domain §5 step 4, which runs before the

@@ -48,3 +48,21 @@ def test_agg_failover_reaches_successful_on_the_component_pathway(
     assert "default/vllm-agg-failover  successful" in out
     template = out.index("Created ResourceClaimTemplate default/vllm-agg-failover-vllmworker-gpu")
     assert template < out.index("Created DynamoComponentDeployment default/vllm-agg-failover-frontend")
+
+
+@pytest.mark.parametrize("graph", ["inter_pod_failover", "inter_pod_multinode"])
+def test_inter_pod_gms_graphs_reach_successful_on_grove(
+    graph: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # given our inter-pod GMS failover graphs (single node; 2 nodes): weight-server and engine cliques in
+    # one scaling group; when each is applied until ready
+    code = main(["sim", "apply", str(FIXTURES / f"{graph}.dgd.yaml"), "--until-ready"])
+
+    # then it is successful: the simulated Grove made the scaling group's cliques (weight servers and
+    # engines) and their pods, and reports the group available
+    out = capsys.readouterr().out
+    assert code == 0
+    name = "interpod" if graph == "inter_pod_failover" else "interpod-mn"
+    assert f"default/{name}  successful" in out
+    assert "componentKind: PodCliqueScalingGroup" in out
+    assert "availableReplicas: 1" in out

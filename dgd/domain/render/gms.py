@@ -15,6 +15,7 @@ JSON; none of them mutates its argument.
 from __future__ import annotations
 
 import copy
+from typing import Literal
 
 from dgd.domain.pod_merge import JSON, value_env
 from dgd.domain.render.errors import RenderError
@@ -77,6 +78,13 @@ def render_claim_template(component: ComponentSpec, *, dgd_name: str, namespace:
 def needs_dra(component: ComponentSpec) -> bool:
     """Whether the component needs the DRA API: it uses GMS, or inter-pod failover (dgd-domain §7 row 4)."""
     return gms_mode(component) is not None or failover_mode(component) == "InterPod"
+
+
+def gms_layout(component: ComponentSpec) -> Literal["standalone", "failover"] | None:
+    """The component's inter-pod GMS layout for its backend: with failover, without, or none."""
+    if gms_mode(component) != "InterPod":
+        return None
+    return "failover" if failover_mode(component) == "InterPod" else "standalone"
 
 
 def uses_intra_pod_gms(component: ComponentSpec) -> bool:

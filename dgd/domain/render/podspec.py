@@ -27,7 +27,7 @@ from dgd.domain.render import component_defaults as defaults
 from dgd.domain.render.backends import Backend, RenderRole, update_container, update_pod_spec
 from dgd.domain.render.errors import RenderError
 from dgd.domain.render.failover import apply_intra_pod_failover, uses_intra_pod_failover
-from dgd.domain.render.gms import apply_intra_pod_gms, uses_intra_pod_gms
+from dgd.domain.render.gms import apply_intra_pod_gms, gms_layout, uses_intra_pod_gms
 from dgd.domain.render.gpu_count import ClaimTemplates, container_gpus
 from dgd.domain.render.multinode_hosts import Deployer
 from dgd.domain.render.pod_serialization import go_shape
@@ -97,6 +97,7 @@ def render_pod_spec(
         count_gpus=partial(
             container_gpus, pod_claims=user_spec.get("resourceClaims"), templates=claim_templates
         ),
+        gms_layout=gms_layout(component),
     )
 
     # Steps 10-15: pod defaults and the user's pod fields, then shared memory as the last volume.

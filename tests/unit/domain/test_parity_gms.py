@@ -288,3 +288,78 @@ def test_a_multinode_dra_claim_whose_template_is_missing_fails_naming_it() -> No
         RenderError, match="ResourceClaimTemplate 'four-gpus' does not exist in the namespace"
     ):
         render_pcs(dgd, config=OperatorConfig(), existing=None, claim_templates={})
+
+
+def _render_own(name: str) -> list[dict[str, Any]]:
+    (document,) = load_documents(FIXTURES / f"{name}.dgd.yaml")
+    return render(prepare(document, namespace=NAMESPACE, config=OperatorConfig()), config=OperatorConfig())
+
+
+def test_single_node_inter_pod_failover_renders_a_weight_server_and_shadow_engines() -> None:
+    # given our single-node inter-pod GMS failover graph
+    expected = _fixture("inter_pod")["singleNode"]
+
+    # when it is rendered on the Grove pathway
+    objects = _render_own("inter_pod_failover")
+
+    # then the PodCliqueSet declares the rank's claim template and the scaling group shares it
+    (pcs,) = [o for o in objects if o["kind"] == "PodCliqueSet"]
+    assert match(expected["template"], pcs["spec"]["template"], {}) == []
+    # and the weight server clique runs the GMS server on the rank's shared directory, undiscovered
+    server = _clique(objects, "decode-gms-0")
+    assert match(expected["weightServer"], server, {}) == []
+    assert match(expected["weightServerPodSpec"], server["spec"]["podSpec"], {}) == []
+    server_env = server["spec"]["podSpec"]["containers"][0]["env"]
+    assert server_env[-len(expected["weightServerEnvTail"]) :] == expected["weightServerEnvTail"]
+    # and the engine clique runs 1 + 1 engines after it, loading weights from it
+    engine = _clique(objects, "decode")
+    assert match(expected["engine"], engine, {}) == []
+    assert match(expected["enginePodSpec"], engine["spec"]["podSpec"], {}) == []
+    engine_env = engine["spec"]["podSpec"]["containers"][0]["env"]
+    assert engine_env[-len(expected["engineEnvTail"]) :] == expected["engineEnvTail"]
+    assert "DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS" not in {e["name"] for e in engine_env}
+
+
+def test_multinode_inter_pod_failover_pairs_each_rank_with_its_weight_server() -> None:
+    # given our 2-node inter-pod GMS failover graph
+    expected = _fixture("inter_pod")["multinode"]
+
+    # when it is rendered on the Grove pathway
+    objects = _render_own("inter_pod_multinode")
+
+    # then each rank has its GMS clique, claim template and shared claim, and starts after its server
+    (pcs,) = [o for o in objects if o["kind"] == "PodCliqueSet"]
+    template = pcs["spec"]["template"]
+    assert [c["name"] for c in template["cliques"]] == expected["cliqueNames"]
+    (group,) = template["podCliqueScalingGroups"]
+    assert group["resourceSharing"] == expected["resourceSharing"]
+    assert [t["name"] for t in template["resourceClaimTemplates"]] == expected["claimTemplateNames"]
+    for name, spec in expected["cliqueSpecs"].items():
+        rendered = _clique(objects, name)["spec"]
+        assert {key: rendered.get(key) for key in spec} == spec, name
+    # and the engines find their group's leader by pod index, with a fixed node rank
+    leader = _clique(objects, "worker-ldr")["spec"]["podSpec"]["containers"][0]
+    worker = _clique(objects, "worker-wkr-1")["spec"]["podSpec"]["containers"][0]
+    assert (leader["args"], worker["args"]) == (expected["leaderArgs"], expected["workerArgs"])
+    assert worker["command"] == ["python3", "-m", "dynamo.vllm"]
+    mount = next(m for m in worker["volumeMounts"] if m["name"] == "gms-shared")
+    assert mount["subPathExpr"] == expected["workerSubPathExpr"]
+
+
+def test_standalone_inter_pod_gms_engines_are_active_and_restart_in_place() -> None:
+    # given our single-node graph without failover (inter-pod GMS alone)
+    (document,) = load_documents(FIXTURES / "inter_pod_failover.dgd.yaml")
+    del document["spec"]["components"][1]["experimental"]["failover"]
+    dgd = prepare(document, namespace=NAMESPACE, config=OperatorConfig())
+
+    # when it is rendered
+    engine = _clique(render(dgd, config=OperatorConfig()), "decode")
+
+    # then one engine, not a failover group member, restarted in place, and not a shadow (upstream
+    # augmentEngineForGMS / VLLMBackend.UpdateContainer: shadow mode and Never only with failover)
+    assert engine["spec"]["replicas"] == 1
+    assert "nvidia.com/dynamo-failover-engine-group-member" not in engine["labels"]
+    pod = engine["spec"]["podSpec"]
+    assert pod["restartPolicy"] == "Always"
+    assert "DYN_VLLM_GMS_SHADOW_MODE" not in {e["name"] for e in pod["containers"][0]["env"]}
+    assert pod["containers"][0]["args"][-2:] == ["--load-format", "gms"]
