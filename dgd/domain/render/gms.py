@@ -139,6 +139,15 @@ def apply_intra_pod_gms(pod: JSON, component: ComponentSpec, *, dgd_name: str) -
     return pod
 
 
+def with_clients(pod: JSON, names: list[str]) -> JSON:
+    """The pod with the named containers wired as GMS clients (socket volume, mount, env, claim)."""
+    pod = copy.deepcopy(pod)
+    for container in pod.get("containers") or []:
+        if container.get("name") in names:
+            _with_client(pod, container)
+    return pod
+
+
 def check_extra_clients(component: ComponentSpec, names: list[str], where: str) -> None:
     """Intra-pod GMS clients must name containers of ``names`` once each (dgd-domain §8.3)."""
     if not uses_intra_pod_gms(component):

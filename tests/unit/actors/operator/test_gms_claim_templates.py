@@ -11,7 +11,7 @@ import pytest
 
 from dgd.cluster.errors import NotFound
 from dgd.cluster.memory.adapter import MemoryCluster
-from dgd.cluster.resources import DEVICE_CLASS, DGD, PCS, RESOURCE_CLAIM_TEMPLATE
+from dgd.cluster.resources import CHECKPOINT, DEVICE_CLASS, DGD, PCS, RESOURCE_CLAIM_TEMPLATE
 from dgd.domain.gates import Gates
 from dgd.messages.dgd import DynamoGraphDeployment
 from tests.unit.actors.operator.harness import NS, Harness, manifest, running_operator
@@ -168,3 +168,57 @@ async def test_a_new_gpu_count_replaces_the_template_whose_spec_cannot_change() 
             1,
         )
         assert "patch ResourceClaimTemplate" not in op.writes
+
+
+async def test_a_deleted_template_is_made_again_through_its_watch() -> None:
+    async with running_operator(gates=DRA, before=with_nvidia_class) as op:
+        # given a GMS DGD with its template (the DRA gate watches templates; dgd-domain §16)
+        await op.apply(gms_manifest())
+        old_uid = (await op.cluster.get(TEMPLATE))["metadata"]["uid"]
+
+        # when someone deletes the template
+        await op.cluster.delete(TEMPLATE)
+        await op.settle()
+
+        # then its deletion wakes the DGD it belonged to, which makes it again
+        assert (await op.cluster.get(TEMPLATE))["metadata"]["uid"] != old_uid
+
+
+async def test_a_checkpointed_gms_worker_gets_a_prepared_job_and_its_own_claim_template() -> None:
+    async with running_operator(
+        gates=Gates(grove=True, dra=True, checkpoint=True), before=with_nvidia_class
+    ) as op:
+        # given a DRA cluster with checkpoints on, and a GMS worker with an automatic checkpoint
+        document = gms_manifest()
+        document["spec"]["components"][1]["experimental"]["checkpoint"] = {"enabled": True}
+
+        # when it is applied
+        await op.apply(document)
+
+        # then its checkpoint records the GMS configuration it is taken with (dgd-domain §10.3 step 4)
+        (checkpoint,) = (await op.cluster.list(CHECKPOINT, namespace=NS)).items
+        identifier = checkpoint["metadata"]["labels"]["nvidia.com/snapshot-checkpoint-id"]
+        assert checkpoint["spec"]["gpuMemoryService"] == {
+            "enabled": True,
+            "mode": "intraPod",
+            "deviceClassName": "gpu.nvidia.com",
+        }
+        # and its Job pod is prepared: the server sidecar and main on the V1 protocol (upstream
+        # EnsureServerSidecar useV1 with a checkpoint), claiming from the checkpoint's own template
+        job = checkpoint["spec"]["job"]["podTemplateSpec"]["spec"]
+        claim_template = f"checkpoint-{identifier}-worker-gpu"
+        assert job["resourceClaims"] == [
+            {"name": "intrapod-shared-gpu", "resourceClaimTemplateName": claim_template}
+        ]
+        use_v1 = {"name": "DYN_GMS_USE_V1", "value": "true"}
+        assert use_v1 in job["initContainers"][0]["env"] and use_v1 in job["containers"][0]["env"]
+        # and that template exists, controlled by the checkpoint (it lives as long as the checkpoint)
+        template = await op.cluster.get(RESOURCE_CLAIM_TEMPLATE.key(NS, claim_template))
+        (owner,) = template["metadata"]["ownerReferences"]
+        assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
+            "DynamoCheckpoint",
+            checkpoint["metadata"]["name"],
+            checkpoint["metadata"]["uid"],
+            True,
+        )
+        assert template["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 1
