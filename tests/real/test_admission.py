@@ -194,8 +194,9 @@ V1ALPHA1 = [
 ]
 #: Not applied server-side: a server-side apply of an existing object drops agg_failover's
 #: `gpuMemoryService: {enabled: true}` and `failover` (converted, the apply configuration holds each as
-#: an empty object, which the merge turns to null). Traced in docs/decisions.md ("Admission webhooks");
-#: to be fixed with those features (issue 20).
+#: an empty object, which the merge turns to null). Traced in docs/decisions.md ("Admission webhooks").
+#: Left as is with issue 20: writing the defaulted mode instead of `{}` would break the v1beta1-first
+#: round trip (`{}` -> `{enabled: true}` -> `{mode: IntraPod}`), and upstream converts to `{}` too.
 CLIENT_SIDE_ONLY = ("agg_failover",)
 
 
