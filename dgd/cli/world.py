@@ -155,8 +155,6 @@ async def _main(args: argparse.Namespace, chosen: WorldSettings) -> int:
         served = await kube.group_versions()
         cluster: Cluster = Namespaced(retrying, args.namespace) if args.namespace else retrying
         controllers = await _controllers(cluster, served)
-        if "resource.k8s.io/v1" in served:
-            await ensure_gpu_device_class(retrying)
 
         def current() -> WorldSettings:
             return chosen
@@ -170,9 +168,12 @@ async def _main(args: argparse.Namespace, chosen: WorldSettings) -> int:
         system = ActorSystem([ChildSpec("world", lambda: world, shutdown=30.0)], clock=LoopClock())
         where = f"namespace {args.namespace}" if args.namespace else "every namespace"
         names = ", ".join(name for name, _ in controllers)
-        async with system:
-            print(f"dgd-operator sim world: running {names} in {where}", flush=True)
-            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        # Signals are heard from here on: one that comes while the world starts stops it once it runs.
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            if "resource.k8s.io/v1" in served:
+                await ensure_gpu_device_class(retrying)
+            async with system:
+                print(f"dgd-operator sim world: running {names} in {where}", flush=True)
                 async for _ in signals:
                     break
     print("dgd-operator sim world: stopped", flush=True)
