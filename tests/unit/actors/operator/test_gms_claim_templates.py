@@ -13,6 +13,7 @@ from dgd.cluster.errors import NotFound
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.resources import CHECKPOINT, DEVICE_CLASS, DGD, PCS, RESOURCE_CLAIM_TEMPLATE
 from dgd.domain.gates import Gates
+from dgd.messages.config import NamespaceConfig, OperatorConfig
 from dgd.messages.dgd import DynamoGraphDeployment
 from tests.unit.actors.operator.harness import NS, Harness, manifest, running_operator
 
@@ -222,3 +223,19 @@ async def test_a_checkpointed_gms_worker_gets_a_prepared_job_and_its_own_claim_t
             True,
         )
         assert template["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 1
+
+
+async def test_a_namespace_restricted_operator_does_not_read_the_cluster_scoped_device_class() -> None:
+    config = OperatorConfig(namespace=NamespaceConfig(restricted=NS))
+    async with running_operator(config=config, gates=DRA) as op:
+        # given an operator restricted to one namespace (its Roles grant nothing cluster-scoped), on a
+        # cluster whose DeviceClass it could not read
+        op.writes.clear()
+
+        # when a GMS DGD is applied there
+        await op.apply(gms_manifest())
+
+        # then the template is made without the DeviceClass check (a missing class leaves the pods
+        # pending, as DRA scheduling reports, instead of failing the DGD)
+        assert (await op.cluster.get(TEMPLATE))["metadata"]["name"] == "demo-worker-gpu"
+        assert op.writes["create PodCliqueSet"] == 1
