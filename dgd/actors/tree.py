@@ -58,6 +58,7 @@ from dgd.cluster.resources import (
     PCS,
     PCSG,
     POD,
+    RESOURCE_CLAIM_TEMPLATE,
     ROLE,
     ROLE_BINDING,
     SERVICE,
@@ -100,6 +101,9 @@ GROVE_WATCHED: tuple[Resource[Any], ...] = (PCS, PCLQ, PCSG)
 CHECKPOINT_WATCHED: tuple[Resource[Any], ...] = (CHECKPOINT,)
 #: Watched when the Istio gate is on: the endpoint pickers' DestinationRules (dgd-domain §16).
 ISTIO_WATCHED: tuple[Resource[Any], ...] = (DESTINATION_RULE,)
+#: Watched when the DRA gate is on: the GPU memory service's ResourceClaimTemplates (a DGD's own map to it
+#: through their controller reference; dgd-domain §16 lists them among the DRA watches).
+DRA_WATCHED: tuple[Resource[Any], ...] = (RESOURCE_CLAIM_TEMPLATE,)
 
 #: DGD and adapter actors (one per object) each have their own restart budget: one over it is parked
 #: (restarted after a backoff that grows to 1,000 s, or at once on a spec change), never escalated, so
@@ -114,7 +118,8 @@ def watched(config: OperatorConfig) -> tuple[Resource[Any], ...]:
     grove = GROVE_WATCHED if config.orchestrators.grove.enabled is True else ()
     checkpoints = CHECKPOINT_WATCHED if config.checkpoint.enabled is True else ()
     istio = ISTIO_WATCHED if config.service_mesh.enabled is True else ()
-    return WATCHED + grove + checkpoints + istio
+    dra = DRA_WATCHED if config.dra.enabled is True else ()
+    return WATCHED + grove + checkpoints + istio + dra
 
 
 def operator_children(

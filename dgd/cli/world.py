@@ -7,7 +7,9 @@ DynamoCheckpoint job controller, and the scheduler and kubelets of their pods. S
 ``successful`` on a cluster with no GPUs and no Grove: only the CRDs are needed.
 
 Each controller runs when its API is served (Grove: the ``grove.io`` group; DCDs and checkpoints:
-their resources answer a list); the pods' always. Time is the wall clock. ``--namespace`` limits
+their resources answer a list); the pods' always. When DRA (``resource.k8s.io/v1``) is served, it
+registers NVIDIA's ``gpu.nvidia.com`` DeviceClass if absent, as the GPU DRA driver of a GPU cluster
+does (GPU memory service claims use it by default). Time is the wall clock. ``--namespace`` limits
 every controller to one namespace. It runs until SIGINT or SIGTERM, then exits 0 (1 when the API
 server cannot be reached, 2 for usage errors and files that cannot be read, 130 when interrupted
 before it runs). Like ``cli.py``, this module is the command line: it may import ``dgd.sim`` and
@@ -37,6 +39,7 @@ from dgd.cluster.retry import RetryingCluster
 from dgd.messages.timestamps import wall_clock
 from dgd.sim import WorldSettings
 from dgd.sim import run as run_loop
+from dgd.sim.world.bootstrap import ensure_gpu_device_class
 from dgd.sim.world.checkpoint import CheckpointController
 from dgd.sim.world.controller import WorldController
 from dgd.sim.world.dcd import DCDController
@@ -165,9 +168,12 @@ async def _main(args: argparse.Namespace, chosen: WorldSettings) -> int:
         system = ActorSystem([ChildSpec("world", lambda: world, shutdown=30.0)], clock=LoopClock())
         where = f"namespace {args.namespace}" if args.namespace else "every namespace"
         names = ", ".join(name for name, _ in controllers)
-        async with system:
-            print(f"dgd-operator sim world: running {names} in {where}", flush=True)
-            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        # Signals are heard from here on: one that comes while the world starts stops it once it runs.
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            if "resource.k8s.io/v1" in served:
+                await ensure_gpu_device_class(retrying)
+            async with system:
+                print(f"dgd-operator sim world: running {names} in {where}", flush=True)
                 async for _ in signals:
                     break
     print("dgd-operator sim world: stopped", flush=True)

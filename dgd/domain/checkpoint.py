@@ -105,11 +105,17 @@ def observed_id(checkpoint: JSON) -> str | None:
 
 
 def info_from(
-    checkpoint: JSON | None, config: ComponentCheckpoint, *, fallback_id: str | None = None
+    checkpoint: JSON | None,
+    config: ComponentCheckpoint,
+    *,
+    fallback_id: str | None = None,
+    targets: tuple[str, ...] | None = None,
 ) -> CheckpointInfo:
-    """The info of a component whose checkpoint CR is ``checkpoint`` (``None``: not created yet)."""
+    """The info of a component whose checkpoint CR is ``checkpoint`` (``None``: not created yet);
+    ``targets`` are the restore's containers when not ``targetContainerName`` (intra-pod failover)."""
     policy = config.startup_policy or IMMEDIATE
-    targets = (config.target_container_name,) if config.target_container_name else ()
+    if targets is None:
+        targets = (config.target_container_name,) if config.target_container_name else ()
     if checkpoint is None:
         return CheckpointInfo(enabled=True, startup_policy=policy, targets=targets, checkpoint_id=fallback_id)
     metadata = checkpoint.get("metadata") or {}
@@ -168,9 +174,11 @@ def auto_checkpoint(
     backend: str,
     job_pod_template: JSON,
     owner: JSON | None,
+    gpu_memory_service: JSON | None = None,
 ) -> JSON:
     """The DynamoCheckpoint a DGD creates for ``component``; ``owner`` is its controller reference
-    (``None`` under ``Retain``: the checkpoint outlives the DGD)."""
+    (``None`` under ``Retain``: the checkpoint outlives the DGD); ``gpu_memory_service`` the GMS
+    configuration the checkpoint is taken with (intra-pod GMS components)."""
     config = config_of(component)
     assert config is not None
     namespace, name = dgd.metadata.namespace or "", dgd.metadata.name or ""
@@ -190,11 +198,13 @@ def auto_checkpoint(
     }
     if owner is not None:
         metadata["ownerReferences"] = [owner]
+    spec: JSON = {} if gpu_memory_service is None else {"gpuMemoryService": gpu_memory_service}
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
         "metadata": metadata,
-        "spec": {
+        "spec": spec
+        | {
             "identity": {
                 "model": f"{namespace}/{name}",
                 "backendFramework": backend,

@@ -1,9 +1,9 @@
-"""What this release reconciles, and the refusal for what it does not (yet).
+"""What this operator refuses to reconcile, and the checkpoint compatibility check.
 
-``unsupported(dgd, config)`` lists every feature a defaulted DGD uses that the operator cannot
-reconcile (yet), each as a ``RenderError`` naming the field ("… is not supported yet by
-dgd-operator"): rendering's refusals (GPU memory service, failover, checkpoints while the checkpoint
-gate is off). A DGD using one fails terminally and is retried only when its spec changes.
+``unsupported(dgd, config)`` lists every reason a defaulted DGD cannot be rendered here, each as a
+``RenderError`` naming the field: a name too long for the labels it becomes, checkpoints while the
+checkpoint gate is off, Grove or LeaderWorkerSet disabled for a graph that needs it. A DGD refused
+fails terminally and is retried only when its spec changes.
 
 ``checkpoint_preflight`` is the compatibility check of dgd-domain §5 step 4, which runs before the
 finalizer is added.

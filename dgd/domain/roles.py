@@ -13,11 +13,13 @@ RoleKind = Literal["main", "leader", "worker", "gms"]
 
 
 class Role(msgspec.Struct, frozen=True):
-    """One clique of a component: its lowercase name, its role and its replicas."""
+    """One clique of a component: its lowercase name, its role, its replicas and, in the inter-pod GMS
+    layout, the node rank its pods serve (0 otherwise)."""
 
     name: str
     kind: RoleKind
     replicas: int
+    rank: int = 0
 
 
 def node_count(component: ComponentSpec) -> int:
@@ -70,11 +72,11 @@ def roles(component: ComponentSpec) -> list[Role]:
     shadows = 1 if failover_mode(component) == "InterPod" else 0
     # Inter-pod GMS: one GMS clique per rank, then the engine cliques.
     if gms_mode(component) == "InterPod":
-        gms = [Role(f"{base}-gms-{rank}", "gms", 1) for rank in range(nodes)]
+        gms = [Role(f"{base}-gms-{rank}", "gms", 1, rank) for rank in range(nodes)]
         if nodes == 1:
             return [*gms, Role(base, "main", 1 + shadows)]
         engines = [Role(f"{base}-ldr", "leader", 1 + shadows)]
-        engines += [Role(f"{base}-wkr-{rank}", "worker", 1 + shadows) for rank in range(1, nodes)]
+        engines += [Role(f"{base}-wkr-{rank}", "worker", 1 + shadows, rank) for rank in range(1, nodes)]
         return gms + engines
     if nodes > 1:
         return [Role(f"{base}-ldr", "leader", 1), Role(f"{base}-wkr", "worker", nodes - 1)]

@@ -23,7 +23,7 @@ from dgd.actors.runtime import Actor, Request
 from dgd.actors.sync import Syncer, owner_reference
 from dgd.cluster.errors import AlreadyExists, ClusterError, NotFound
 from dgd.cluster.protocol import Cluster
-from dgd.cluster.resources import CHECKPOINT, PVC
+from dgd.cluster.resources import CHECKPOINT, PVC, RESOURCE_CLAIM_TEMPLATE
 from dgd.domain.checkpoint import (
     CheckpointInfo,
     StorageError,
@@ -36,7 +36,15 @@ from dgd.domain.checkpoint import (
     job_pod_template,
     storage_pvc,
 )
+from dgd.domain.checkpoint_gms import (
+    checkpoint_claim_template,
+    controller_reference,
+    gms_spec,
+    prepare_job,
+    restore_targets,
+)
 from dgd.domain.metadata_keys import GRAPH_NAME
+from dgd.domain.pod_merge import JSON
 from dgd.domain.render.errors import RenderError
 from dgd.domain.render.podspec import render_pod_spec
 from dgd.domain.render.shared_objects import discovery_account_name, discovery_enabled
@@ -44,6 +52,7 @@ from dgd.domain.render.template_defaults import apply_template_defaults, graph_b
 from dgd.messages.component import WORKER_TYPES, ComponentSpec
 from dgd.messages.config import OperatorConfig
 from dgd.messages.dgd import DynamoGraphDeployment
+from dgd.messages.meta import controller_of
 
 logger = logging.getLogger("dgd.checkpoint")
 
@@ -145,7 +154,7 @@ class CheckpointStorage(Actor[ResolveCheckpoints | FinalizeCheckpoints]):
             found = await self._reader.get(CHECKPOINT.key(namespace, config.checkpoint_ref))
             if found is None:
                 raise NotFound(f'DynamoCheckpoint "{config.checkpoint_ref}" (checkpointRef) not found')
-            return info_from(found, config)
+            return info_from(found, config, targets=restore_targets(component, config) or None)
         generation = worker_hash if component.type in WORKER_TYPES else ""
         identifier = checkpoint_id(
             namespace, dgd.metadata.name or "", dgd.metadata.uid or "", component.name, generation
@@ -158,8 +167,11 @@ class CheckpointStorage(Actor[ResolveCheckpoints | FinalizeCheckpoints]):
                 identifier=identifier,
                 worker_hash=generation,
                 backend=self._backend(dgd),
-                job_pod_template=self._job_template(dgd, component),
+                job_pod_template=prepare_job(
+                    self._job_template(dgd, component), component, config, identifier
+                ),
                 owner=None if config.deletion_policy == "Retain" else owner_reference(owner),
+                gpu_memory_service=gms_spec(component, config),
             )
             try:
                 live = await self._syncer.create(CHECKPOINT, body, owner=owner)
@@ -167,7 +179,28 @@ class CheckpointStorage(Actor[ResolveCheckpoints | FinalizeCheckpoints]):
                 live = None
             if live is None:
                 live = await self._cluster.get(CHECKPOINT.key(namespace, auto_name(identifier)))
-        return info_from(live, config, fallback_id=identifier)
+        if gms_spec(component, config) is not None:
+            await self._job_claim_template(component, identifier, live, owner)
+        return info_from(
+            live, config, fallback_id=identifier, targets=restore_targets(component, config) or None
+        )
+
+    async def _job_claim_template(
+        self, component: ComponentSpec, identifier: str, checkpoint: JSON, owner: DynamoGraphDeployment
+    ) -> None:
+        """The checkpoint Job's claim template, controlled by the checkpoint (re-parented to it when
+        someone else controls it); its spec cannot change, so one that exists is otherwise kept."""
+        namespace = checkpoint["metadata"]["namespace"]
+        desired = checkpoint_claim_template(component, identifier, namespace, checkpoint)
+        live = await self._reader.get(RESOURCE_CLAIM_TEMPLATE.key(namespace, desired["metadata"]["name"]))
+        if live is None:
+            await self._syncer.create(RESOURCE_CLAIM_TEMPLATE, desired, owner=owner)
+            return
+        reference = controller_reference(checkpoint)
+        controller = controller_of(live)
+        if controller is None or controller.uid != reference["uid"]:
+            key = RESOURCE_CLAIM_TEMPLATE.key(namespace, desired["metadata"]["name"])
+            await self._cluster.patch(key, {"metadata": {"ownerReferences": [reference]}})
 
     def _backend(self, dgd: DynamoGraphDeployment) -> str:
         backend = graph_backend(dgd)

@@ -9,6 +9,10 @@ Asked twice per reconcile, around the checkpoints (step 5, the checkpoint-storag
 2. Legacy v1alpha1 ``spec.pvcs``: each claim must exist; one marked ``create`` is created (owned by
    the DGD).
 3. Kubernetes discovery RBAC: the DGD's ServiceAccount, Role and RoleBinding (synced, owned).
+4. GPU memory service (DRA gate): per component the ResourceClaimTemplate ``<dgd>-<component>-gpu``,
+   synced (owned) for GMS components once their DeviceClass is found to exist, deleted (when this
+   DGD owns it) for the others. With the DRA gate off, a component using GMS or inter-pod failover
+   fails this step.
 
 ``EnsureSharedAfterCheckpoints``, after them (a failure keeps the checkpoint statuses):
 6. The EPP component's ConfigMap, InferencePool and Istio DestinationRule (synced, owned).
@@ -16,8 +20,8 @@ Asked twice per reconcile, around the checkpoints (step 5, the checkpoint-storag
 8. Multinode graphs: the MPI SSH key Secret, generated once in the operator's namespace and
    replicated into the DGD's (owned by no DGD).
 
-(GPU memory service, step 4, is refused before this step until its actor exists.) Every write
-records its event on the DGD; a failure answers ``StepFailed`` naming the step.
+(Checkpoints, step 5, are not this actor's.) Every write records its event on the DGD; a failure
+answers ``StepFailed`` naming the step.
 """
 
 from __future__ import annotations
@@ -30,14 +34,16 @@ import msgspec
 from dgd.actors.cache import Reader
 from dgd.actors.children.step_failed import StepFailed
 from dgd.actors.runtime import Actor, Request
-from dgd.actors.sync import Syncer, owner_reference
+from dgd.actors.sync import Syncer, as_json, owner_reference
 from dgd.cluster.errors import ClusterError
 from dgd.cluster.resources import (
     CLUSTER_ROLE,
     CONFIG_MAP,
     DESTINATION_RULE,
+    DEVICE_CLASS,
     INFERENCE_POOL,
     PVC,
+    RESOURCE_CLAIM_TEMPLATE,
     ROLE,
     ROLE_BINDING,
     SECRET,
@@ -46,6 +52,7 @@ from dgd.cluster.resources import (
 )
 from dgd.domain.pod_merge import JSON
 from dgd.domain.render.epp import epp_component, epp_objects, render_destination_rule
+from dgd.domain.render.gms import claim_template_name, device_class, needs_dra, render_claim_template
 from dgd.domain.render.shared_objects import (
     PRIVATE_KEY,
     PUBLIC_KEY,
@@ -60,6 +67,7 @@ from dgd.domain.render.shared_objects import (
     wait_leader_config_map,
 )
 from dgd.domain.render.ssh_keys import KeySource
+from dgd.domain.sync import Patch, plan_sync
 from dgd.messages.config import OperatorConfig
 from dgd.messages.dgd import DynamoGraphDeployment
 from dgd.messages.meta import controller_of
@@ -78,6 +86,8 @@ _BY_KIND: dict[str, Resource[JSON]] = {
 
 #: Seconds a planner or EPP ClusterRole found to exist is taken to exist without reading it again.
 ROLE_CHECK_PERIOD = 60.0
+#: Seconds a DeviceClass found to exist is taken to exist without reading it again.
+DEVICE_CLASS_CHECK_PERIOD = 60.0
 #: Seconds an MPI key Secret (the source or a replica) found to exist is taken to exist.
 SECRET_CHECK_PERIOD = 60.0
 
@@ -151,6 +161,11 @@ class SharedResources(Actor[EnsureShared | EnsureSharedAfterCheckpoints]):
                 ensured += await self._sync_all(discovery_rbac(dgd), owner)
         except ClusterError as error:
             return StepFailed(f"failed to reconcile the Kubernetes discovery RBAC: {error}")
+        try:
+            # 4. The GPUs a GPU memory service pod claims through DRA.
+            ensured += await self._claim_templates(dgd, owner)
+        except (ClusterError, _Missing) as error:
+            return StepFailed(f"failed to reconcile GMS ResourceClaimTemplates: {error}")
         return SharedEnsured(tuple(ensured))
 
     async def _after_checkpoints(
@@ -204,6 +219,52 @@ class SharedResources(Actor[EnsureShared | EnsureSharedAfterCheckpoints]):
             await self._syncer.sync(resource, desired, live, owner=owner)
             names.append(f"{desired['kind']} {meta['name']}")
         return names
+
+    async def _claim_templates(self, dgd: DynamoGraphDeployment, owner: DynamoGraphDeployment) -> list[str]:
+        components = dgd.spec.components or []
+        if self._config.dra.enabled is not True:
+            for component in components:
+                if needs_dra(component):
+                    raise _Missing(
+                        f'component "{component.name}" uses the GPU memory service or inter-pod failover, '
+                        "which requires DRA (resource.k8s.io/v1, Kubernetes >= 1.34): the operator has DRA "
+                        "disabled (dra.enabled, or the API is not served)"
+                    )
+            return []
+        name, namespace = dgd.metadata.name or "", dgd.metadata.namespace or ""
+        now = self.context.clock.now()
+        ensured = []
+        for component in components:
+            key = RESOURCE_CLAIM_TEMPLATE.key(namespace, claim_template_name(name, component.name))
+            live = await self._reader.get(key)
+            if component.experimental is None or component.experimental.gpu_memory_service is None:
+                # A template this DGD made for a component that no longer uses GMS goes.
+                controller = controller_of(live) if live is not None else None
+                if controller is not None and controller.uid == owner.metadata.uid:
+                    await self._syncer.delete(
+                        RESOURCE_CLAIM_TEMPLATE, live, owner=owner, why="its component no longer uses GMS"
+                    )
+                continue
+            # Read at most once per period for all DGDs: the operator may get DeviceClasses, not watch
+            # them. A namespace-restricted operator reads nothing cluster-scoped: it does not check.
+            device = device_class(component)
+            if not self._config.namespace.restricted and not await self._reader.exists(
+                DEVICE_CLASS.key(None, device), now=now, fresh_for=DEVICE_CLASS_CHECK_PERIOD
+            ):
+                raise _Missing(
+                    f'DeviceClass "{device}" not found: ensure the GPU DRA driver is installed and the '
+                    "device class is registered"
+                )
+            desired = render_claim_template(component, dgd_name=name, namespace=namespace)
+            plan = plan_sync(desired, as_json(live) if live is not None else None, owner_reference(owner))
+            if live is not None and isinstance(plan, Patch) and plan.spec:
+                # A template's spec cannot change (the API server refuses it): it is made anew.
+                why = "its device request changed and a ResourceClaimTemplate's spec is immutable"
+                await self._syncer.delete(RESOURCE_CLAIM_TEMPLATE, live, owner=owner, why=why)
+                live = None
+            await self._syncer.sync(RESOURCE_CLAIM_TEMPLATE, desired, live, owner=owner)
+            ensured.append(f"ResourceClaimTemplate {key.name}")
+        return ensured
 
     async def _bind_cluster_role(
         self, owner: DynamoGraphDeployment, role: str, identity: tuple[JSON, JSON]

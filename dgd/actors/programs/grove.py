@@ -25,7 +25,15 @@ from dgd.actors.programs.steps import ProgramParts, WorkloadProgram
 from dgd.actors.recorder import Recorder
 from dgd.actors.runtime import ActorError, Ref
 from dgd.cluster.errors import ClusterError
-from dgd.cluster.resources import CLUSTER_TOPOLOGY_BINDING, INGRESS, PCS, SERVICE, VIRTUAL_SERVICE, Resource
+from dgd.cluster.resources import (
+    CLUSTER_TOPOLOGY_BINDING,
+    INGRESS,
+    PCS,
+    RESOURCE_CLAIM_TEMPLATE,
+    SERVICE,
+    VIRTUAL_SERVICE,
+    Resource,
+)
 from dgd.domain.admission.defaulting import default_in_memory
 from dgd.domain.checkpoint import (
     CheckpointInfo,
@@ -50,10 +58,12 @@ from dgd.domain.readiness import (
 from dgd.domain.render import kv_transfer
 from dgd.domain.render.errors import RenderError
 from dgd.domain.render.frontend_exposure import manages_virtual_services
+from dgd.domain.render.gpu_count import counted_templates
 from dgd.domain.render.pcs import graph_discovery_backend, graph_pcs_name, render_pcs
 from dgd.domain.render.provider_overrides import apply_provider_overrides
 from dgd.domain.render.stable_resources import render_stable_resources
 from dgd.domain.restart import RestartState
+from dgd.domain.roles import is_multinode
 from dgd.domain.topology import apply_topology
 from dgd.domain.worker_generation import initial_worker_hash, plan_unmanaged
 from dgd.messages.dgd import DynamoGraphDeployment
@@ -186,7 +196,8 @@ class GroveProgram(WorkloadProgram):
         gated = gated_components(infos)
         stamps = restart.stamps()
         domains = await self._topology_domains(dgd)
-        extra = msgspec.json.encode((stamps, sorted(infos.items()), domains))
+        templates = await self._claim_templates(dgd)
+        extra = msgspec.json.encode((stamps, sorted(infos.items()), domains, sorted(templates.items())))
         # 2. Render against the one observation (replicas and order kept, restart stamps carried),
         # unless neither the DGD nor the PodCliqueSet changed since the last sync left them equal.
         inputs = _pcs_inputs_digest(result.dgd, observed, extra)
@@ -201,6 +212,7 @@ class GroveProgram(WorkloadProgram):
                 restart_at=stamps,
                 gated=gated,
                 topology_domains=domains,
+                claim_templates=templates,
             )
             desired = restore_cliques(
                 apply_provider_overrides(msgspec.to_builtins(rendered), dgd), infos, self._config
@@ -253,6 +265,22 @@ class GroveProgram(WorkloadProgram):
             why = f'failed to read ClusterTopologyBinding "{key.name}" for kvTransferPolicy: {error}'
             raise Failure(FAILED_TO_RECONCILE, why) from error
         return kv_transfer.binding_domains(policy, binding)
+
+    async def _claim_templates(self, dgd: DynamoGraphDeployment) -> dict[str, JSON]:
+        """The ResourceClaimTemplates multinode components' GPU counts read (podspec §2), from the
+        cache: none unless a multinode main container claims its GPUs through DRA."""
+        if self._config.dra.enabled is not True:
+            return {}
+        names = {
+            n for c in dgd.spec.components or [] if is_multinode(c) for n in counted_templates(c.pod_template)
+        }
+        namespace = dgd.metadata.namespace or ""
+        found: dict[str, JSON] = {}
+        for name in sorted(names):
+            template = await self._reader.get(RESOURCE_CLAIM_TEMPLATE.key(namespace, name))
+            if template is not None:
+                found[name] = template
+        return found
 
     async def _stable_resources(self, dgd: DynamoGraphDeployment, owner: DynamoGraphDeployment) -> None:
         namespace = dgd.metadata.namespace or ""

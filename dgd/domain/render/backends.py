@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Literal
 
 from dgd.domain.metadata_keys import ORIGIN_VERSION, VLLM_EXECUTOR_BACKEND
@@ -19,6 +20,8 @@ from dgd.domain.render.multinode_hosts import Deployer
 from dgd.domain.semver import parse_lenient
 
 Backend = Literal["vllm", "sglang", "trtllm", "noop"]
+#: The inter-pod GMS layout of a component: without failover (``standalone``), with it, or none.
+GMSLayout = Literal["standalone", "failover"] | None
 RenderRole = Literal["main", "leader", "worker"]
 
 RAY_PORT, MP_MASTER_PORT, DP_RPC_PORT, SGLANG_DIST_PORT = "6379", "29500", "13445", "29500"
@@ -44,18 +47,25 @@ def update_container(
     annotations: dict[str, str],
     cache_mount_path: str | None,
     mpi_secret: str,
+    count_gpus: Callable[[JSON], int] = container_gpus,
+    gms_layout: GMSLayout = None,
 ) -> JSON:
-    """The main container after the backend's changes (step 8 of podspec §3)."""
+    """The main container after the backend's changes (step 8 of podspec §3); ``count_gpus`` counts the
+    container's GPUs (DRA claims included) when a multinode launch needs them; ``gms_layout`` says
+    whether the component runs the inter-pod GMS layout, and with failover."""
     if backend == "vllm":
-        return _vllm_container(container, role, nodes, service, deployer, annotations, cache_mount_path)
+        return _vllm_container(
+            container, role, nodes, service, deployer, annotations, cache_mount_path, count_gpus, gms_layout
+        )
     if backend == "sglang":
         return _sglang_container(container, role, nodes, service, deployer)
     if backend == "trtllm":
         if nodes <= 1:
             return dict(container)
         return render_trtllm.update_container(
-            container, role=role, nodes=nodes, service=service, deployer=deployer, mpi_secret=mpi_secret
-        )
+            container, role=role, nodes=nodes, service=service, deployer=deployer, mpi_secret=mpi_secret,
+            count_gpus=count_gpus,
+        )  # fmt: skip
     return dict(container)
 
 
@@ -111,11 +121,19 @@ def _vllm_container(
     deployer: Deployer,
     annotations: dict[str, str],
     cache_mount_path: str | None,
+    count_gpus: Callable[[JSON], int],
+    gms_layout: GMSLayout,
 ) -> JSON:
     out = dict(container)
     env = list(container.get("env") or [])
+    if gms_layout is not None:
+        # Inter-pod GMS engines load their weights from the GMS weight server (podspec §7.3).
+        if not cl.command_line_has_arg(out, "--load-format", "gms"):
+            out = cl.inject_flags(out, "--load-format gms", needs_shell=False, framework="vllm")
+        if gms_layout == "failover":
+            env.append(value_env("DYN_VLLM_GMS_SHADOW_MODE", "true"))
     if nodes > 1:
-        gpus = container_gpus(container)
+        gpus = count_gpus(container)
         out = _vllm_multinode(out, role, nodes, service, deployer, gpus, uses_mp_backend(annotations))
         if uses_mp_backend(annotations):
             env.append(field_env("VLLM_NIXL_SIDE_CHANNEL_HOST", "status.podIP"))

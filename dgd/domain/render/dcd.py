@@ -26,6 +26,8 @@ from dgd.domain.naming import component_resource_name, dynamo_namespace, worker_
 from dgd.domain.pod_merge import JSON
 from dgd.domain.render import kv_transfer
 from dgd.domain.render.component_defaults import PLANNER_SERVICE_ACCOUNT
+from dgd.domain.render.errors import RenderError
+from dgd.domain.render.gms import check_extra_clients
 from dgd.domain.render.template_defaults import (
     apply_template_defaults,
     graph_backend,
@@ -64,6 +66,14 @@ def render_dcds(
     """
     backend = graph_backend(dgd)
     has_epp = any(c.type == "epp" for c in dgd.spec.components or [])
+    # Intra-pod GMS clients are checked for every component before any DCD is written.
+    for index, component in enumerate(dgd.spec.components or []):
+        spec = (component.pod_template or {}).get("spec") or {}
+        names = [str(c.get("name")) for c in spec.get("containers") or [] if isinstance(c, dict)]
+        try:
+            check_extra_clients(component, names, "podTemplate.spec.containers")
+        except RenderError as error:
+            raise RenderError(f"spec.components[{index}].{error.path}", error.message) from error
     return [
         _render_dcd(dgd, component, worker_hash, backend, has_epp, replicas or {}, restart_at or {}, gated)
         for component in dgd.spec.components or []

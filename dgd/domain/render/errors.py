@@ -10,8 +10,3 @@ class RenderError(ValueError):
         super().__init__(f"{path}: {message}" if path else message)
         self.path = path
         self.message = message
-
-
-def not_supported_yet(path: str, feature: str) -> RenderError:
-    """A feature this operator does not render yet: refused loudly, never skipped silently."""
-    return RenderError(path, f"{feature} is not supported yet by dgd-operator")

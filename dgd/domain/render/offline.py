@@ -27,7 +27,7 @@ from dgd.domain.pod_merge import JSON
 from dgd.domain.render import kv_transfer
 from dgd.domain.render.dcd import render_dcds
 from dgd.domain.render.epp import epp_component, epp_objects
-from dgd.domain.render.errors import RenderError, not_supported_yet
+from dgd.domain.render.errors import RenderError
 from dgd.domain.render.pcs import graph_discovery_backend, render_pcs
 from dgd.domain.render.pod_template_shape import shape_errors
 from dgd.domain.render.provider_overrides import apply_provider_overrides
@@ -128,13 +128,6 @@ def _component_refusals(
             )
         )
     experimental = component.experimental
-    if experimental is not None and experimental.gpu_memory_service is not None:
-        what = "GPU memory service (DRA resource claim templates)"
-        problems.append(not_supported_yet(f"{at}.experimental.gpuMemoryService", what))
-    if experimental is not None and experimental.failover is not None:
-        problems.append(
-            not_supported_yet(f"{at}.experimental.failover", "Failover (it needs GPU memory service)")
-        )
     checkpoint = experimental.checkpoint if experimental is not None else None
     if checkpoint is not None and checkpoint.enabled and not config.checkpoint.enabled:
         problems.append(

@@ -8,12 +8,14 @@ selectors and topology kept). Provider overrides are applied afterwards (``provi
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Callable, Mapping, Sequence, Set
+from functools import partial
 
 from msgspec import structs
 
 from dgd.domain.metadata_keys import (
     DISCOVERY_BACKEND,
+    DISCOVERY_ENABLED,
     DYNAMO_NAMESPACE,
     GRAPH_NAME,
     GROVE_UPDATE_STRATEGY,
@@ -26,6 +28,19 @@ from dgd.domain.render import kv_transfer
 from dgd.domain.render import pcs_adjustments as adjust
 from dgd.domain.render.clique_metadata import clique_annotations, clique_labels
 from dgd.domain.render.errors import RenderError
+from dgd.domain.render.gms import main_gpus
+from dgd.domain.render.gms_inter_pod import (
+    FAILOVER_GROUP_LABEL,
+    engine_pod,
+    resource_sharing,
+    uses_inter_pod_failover,
+    uses_inter_pod_gms,
+    weight_server_pod,
+)
+from dgd.domain.render.gms_inter_pod import claim_templates as inter_pod_claim_templates
+from dgd.domain.render.gms_inter_pod import starts_after as inter_pod_starts_after
+from dgd.domain.render.gpu_count import ClaimTemplates
+from dgd.domain.render.multinode_hosts import Deployer, GroveRank
 from dgd.domain.render.podspec import PullSecrets, render_pod_spec
 from dgd.domain.render.template_defaults import (
     apply_template_defaults,
@@ -33,7 +48,7 @@ from dgd.domain.render.template_defaults import (
     template_metadata,
     with_template_metadata,
 )
-from dgd.domain.roles import Role, roles, uses_pcsg
+from dgd.domain.roles import Role, is_multinode, roles, uses_pcsg
 from dgd.domain.worker_hash import has_workers, worker_hash
 from dgd.messages.component import WORKER_TYPES, ComponentSpec
 from dgd.messages.config import OperatorConfig, termination_delay
@@ -47,6 +62,7 @@ from dgd.messages.grove import (
     PodCliqueSetTemplateSpec,
     PodCliqueSpec,
     PodCliqueTemplateSpec,
+    ResourceClaimTemplateConfig,
     TopologyConstraint,
     TopologyPack,
     UpdateStrategy,
@@ -82,6 +98,7 @@ def render_pcs(
     gated: Set[str] = frozenset(),
     pull_secrets: PullSecrets | None = None,
     topology_domains: Sequence[str] = (),
+    claim_templates: ClaimTemplates | None = None,
 ) -> PodCliqueSet:
     """The desired PodCliqueSet of a defaulted, namespaced DGD.
 
@@ -89,7 +106,8 @@ def render_pcs(
     ``nvidia.com/restartAt`` value per component the restart state selects (others keep what
     ``existing`` carries); components in ``gated`` wait for a checkpoint and get 0 replicas.
     ``topology_domains`` are the levels of the ClusterTopologyBinding a KV-transfer policy names
-    (``kv_transfer.binding_domains``).
+    (``kv_transfer.binding_domains``); ``claim_templates`` (by name) are the ResourceClaimTemplates
+    multinode launches count GPUs from.
     """
     name = dgd.metadata.name or ""
     annotations = dgd.metadata.annotations or {}
@@ -103,17 +121,20 @@ def render_pcs(
 
     cliques: list[PodCliqueTemplateSpec] = []
     groups: list[PodCliqueScalingGroupConfig] = []
+    claims: list[ResourceClaimTemplateConfig] = []
     owner: dict[str, str] = {}
     for index, component in enumerate(dgd.spec.components or []):
         built, group = _component_cliques(
             dgd, component, index, config, hash_value, component.name in legacy, stamps, kai, volcano,
-            gated, pull_secrets, topology_domains,
+            gated, pull_secrets, topology_domains, claim_templates,
         )  # fmt: skip
         cliques += built
         owner.update({c.name: component.name for c in built})
         if group is not None:
             groups.append(group)
             owner[group.name] = component.name
+        if uses_inter_pod_gms(component):
+            claims += inter_pod_claim_templates(component, roles(component))
 
     template = PodCliqueSetTemplateSpec(
         cliques=cliques,
@@ -127,6 +148,7 @@ def render_pcs(
         pod_clique_scaling_groups=groups or None,
         termination_delay=termination_delay(config),
         topology_constraint=_graph_topology(dgd),
+        resource_claim_templates=claims or None,
     )
     pcs_annotations = dict(dgd.spec.annotations or {})
     if volcano and VOLCANO_QUEUE_ANNOTATION in annotations:
@@ -158,6 +180,7 @@ def _component_cliques(
     gated: Set[str],
     pull_secrets: PullSecrets | None,
     topology_domains: Sequence[str],
+    claim_templates: ClaimTemplates | None,
 ) -> tuple[list[PodCliqueTemplateSpec], PodCliqueScalingGroupConfig | None]:
     """The cliques of one component, and its scaling group when it has one."""
     namespace = dgd.metadata.namespace or ""
@@ -191,21 +214,21 @@ def _component_cliques(
     role_list = roles(prepared)
     in_group = uses_pcsg(prepared)
     worker_names = [r.name for r in role_list if r.kind == "worker"]
+    inter_pod = uses_inter_pod_gms(prepared)
+    after = inter_pod_starts_after(role_list) if inter_pod else {}
     cliques = []
     for role in role_list:
-        if role.kind == "gms":
-            raise RenderError(
-                f"spec.components[{index}].experimental.gpuMemoryService", "is not supported yet"
-            )
-        pod_spec = render_pod_spec(
-            prepared, role=role.kind, backend=backend, deployer="grove", namespace=namespace,
-            parent_dgd_name=dgd.metadata.name or "", config=config, pull_secrets=pull_secrets,
+        render = partial(
+            render_pod_spec, backend=backend, namespace=namespace, parent_dgd_name=dgd.metadata.name or "",
+            config=config, pull_secrets=pull_secrets, claim_templates=claim_templates,
         )  # fmt: skip
-        pod_spec = _with_scheduler(pod_spec, kai is not None, volcano)
-        starts_after = worker_names if backend == "trtllm" and role.kind == "leader" else []
+        pod_spec = _with_scheduler(_role_pod_spec(prepared, role, render), kai is not None, volcano)
+        starts_after = (
+            worker_names if backend == "trtllm" and role.kind == "leader" else after.get(role.name, [])
+        )
         spec = PodCliqueSpec(
             role_name=role.name,
-            replicas=0 if component.name in gated else role.replicas,
+            replicas=0 if component.name in gated and role.kind != "gms" else role.replicas,
             pod_spec=pod_spec,
             min_available=_min_available(component, role, in_group),
             starts_after=list(starts_after) or None,
@@ -215,7 +238,7 @@ def _component_cliques(
             PodCliqueTemplateSpec(
                 name=role.name,
                 spec=spec,
-                labels=clique_label_map,
+                labels=_role_labels(clique_label_map, prepared, role),
                 annotations=annotations or None,
                 topology_constraint=topology,
             )
@@ -238,6 +261,29 @@ def _annotations(
     return dict(sorted(annotations.items()))
 
 
+def _role_pod_spec(component: ComponentSpec, role: Role, render: Callable[..., JSON]) -> JSON:
+    """A role's pod spec; in the inter-pod GMS layout, a rank's weight server (from the single-node
+    engine pod, upstream ``generatePodSpecForRole``) or an engine of that rank."""
+    if not uses_inter_pod_gms(component):
+        return render(component, role=role.kind, deployer="grove")
+    if role.kind == "gms":
+        base = render(structs.replace(component, multinode=None), role="main", deployer="grove")
+        return weight_server_pod(base, role.rank, main_gpus(component))
+    deployer: Deployer = GroveRank(role.rank) if is_multinode(component) else "grove"
+    pod = render(component, role=role.kind, deployer=deployer)
+    return engine_pod(pod, role.rank, failover=uses_inter_pod_failover(component))
+
+
+def _role_labels(labels: dict[str, str], component: ComponentSpec, role: Role) -> dict[str, str]:
+    """The clique labels of one role: weight servers are not discovered (they run no Dynamo runtime);
+    inter-pod failover engines are marked as members of their engine group (dgd-domain §9.3)."""
+    if role.kind == "gms":
+        return {k: v for k, v in labels.items() if k not in (DISCOVERY_BACKEND, DISCOVERY_ENABLED)}
+    if uses_inter_pod_failover(component):
+        return dict(sorted({**labels, FAILOVER_GROUP_LABEL: "true"}.items()))
+    return labels
+
+
 def _scaling_group(
     dgd: DynamoGraphDeployment, component: ComponentSpec, role_list: list[Role], gated: Set[str]
 ) -> PodCliqueScalingGroupConfig:
@@ -249,11 +295,13 @@ def _scaling_group(
         replicas=0 if component.name in gated else replicas,
         min_available=component.min_available or 1,
         topology_constraint=_component_topology(dgd, component),
+        resource_sharing=resource_sharing(component, role_list) if uses_inter_pod_gms(component) else None,
     )
 
 
 def _min_available(component: ComponentSpec, role: Role, in_group: bool) -> int:
-    if role.kind in ("leader", "worker"):
+    # Every rank of a multinode engine must be up, but an inter-pod failover group needs only one.
+    if role.kind in ("leader", "worker") and not uses_inter_pod_failover(component):
         return role.replicas
     if not in_group and component.min_available is not None:
         return component.min_available

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
+from functools import partial
 from urllib.parse import urlsplit
 
 from dgd.domain.metadata_keys import (
@@ -25,6 +26,9 @@ from dgd.domain.quantity import canonical_quantity, is_zero_quantity
 from dgd.domain.render import component_defaults as defaults
 from dgd.domain.render.backends import Backend, RenderRole, update_container, update_pod_spec
 from dgd.domain.render.errors import RenderError
+from dgd.domain.render.failover import apply_intra_pod_failover, uses_intra_pod_failover
+from dgd.domain.render.gms import apply_intra_pod_gms, gms_layout, uses_intra_pod_gms
+from dgd.domain.render.gpu_count import ClaimTemplates, container_gpus
 from dgd.domain.render.multinode_hosts import Deployer
 from dgd.domain.render.pod_serialization import go_shape
 from dgd.domain.render.template_defaults import template_metadata
@@ -55,8 +59,12 @@ def render_pod_spec(
     parent_dgd_name: str,
     config: OperatorConfig,
     pull_secrets: PullSecrets | None = None,
+    claim_templates: ClaimTemplates | None = None,
 ) -> JSON:
-    """The pod spec of ``component`` in ``role`` (``main`` single node, ``leader``/``worker`` multinode)."""
+    """The pod spec of ``component`` in ``role`` (``main`` single node, ``leader``/``worker`` multinode).
+
+    ``claim_templates`` are the namespace's ResourceClaimTemplates by name: a multinode launch counts
+    the GPUs of a main container that claims them through DRA (podspec §2)."""
     template: JSON = without_nulls(copy.deepcopy(component.pod_template or {}))
     user_spec: JSON = dict(template.get("spec") or {})
     user_containers = [c for c in user_spec.get("containers") or [] if isinstance(c, dict)]
@@ -64,17 +72,7 @@ def render_pod_spec(
     nodes = node_count(component)
 
     # Context (§2): Dynamo namespace, discovery, and the env every Dynamo container starts from.
-    global_namespace = bool(component.global_dynamo_namespace)
-    dyn_ns = dynamo_namespace(namespace, parent_dgd_name, global_namespace=global_namespace)
-    discovery = discovery_backend(template, config)
-    common = defaults.common_env(
-        component.type or "",
-        dynamo_namespace=dyn_ns,
-        parent_dgd_name=parent_dgd_name,
-        namespace=namespace,
-        discovery_backend=discovery,
-        discovery_mode=annotations.get(KUBE_DISCOVERY_MODE) or "pod",
-    )
+    dyn_ns, discovery, common = _context(component, template, namespace, parent_dgd_name, config)
 
     # Steps 3-7: the main container before the backend's changes.
     main = _main_container(component, template, user_containers, common, dyn_ns, namespace, parent_dgd_name)
@@ -96,6 +94,10 @@ def render_pod_spec(
         annotations=annotations,
         cache_mount_path=component.compilation_cache.mount_path if component.compilation_cache else None,
         mpi_secret=config.mpi.ssh_secret_name,
+        count_gpus=partial(
+            container_gpus, pod_claims=user_spec.get("resourceClaims"), templates=claim_templates
+        ),
+        gms_layout=gms_layout(component),
     )
 
     # Steps 10-15: pod defaults and the user's pod fields, then shared memory as the last volume.
@@ -124,7 +126,34 @@ def render_pod_spec(
     pod = _ordered(pod)
     if pull_secrets is not None and annotations.get(DISABLE_PULL_SECRET_DISCOVERY) != "true":
         pod = _with_pull_secrets(pod, pull_secrets)
-    return go_shape(pod)
+    return go_shape(_with_gpu_sharing(pod, component, backend, nodes, parent_dgd_name))
+
+
+def _with_gpu_sharing(pod: JSON, component: ComponentSpec, backend: Backend, nodes: int, dgd: str) -> JSON:
+    """Step 21: the GPU memory service inside the pod, then the failover engines cloned from main."""
+    if uses_intra_pod_gms(component):
+        pod = apply_intra_pod_gms(pod, component, dgd_name=dgd)
+    if uses_intra_pod_failover(component):
+        pod = apply_intra_pod_failover(pod, component, backend=backend, nodes=nodes)
+    return pod
+
+
+def _context(
+    component: ComponentSpec, template: JSON, namespace: str, parent_dgd_name: str, config: OperatorConfig
+) -> tuple[str, str, list[JSON]]:
+    """The Dynamo namespace, the discovery backend and the env every Dynamo container starts from."""
+    global_namespace = bool(component.global_dynamo_namespace)
+    dyn_ns = dynamo_namespace(namespace, parent_dgd_name, global_namespace=global_namespace)
+    discovery = discovery_backend(template, config)
+    common = defaults.common_env(
+        component.type or "",
+        dynamo_namespace=dyn_ns,
+        parent_dgd_name=parent_dgd_name,
+        namespace=namespace,
+        discovery_backend=discovery,
+        discovery_mode=template_metadata(template, "annotations").get(KUBE_DISCOVERY_MODE) or "pod",
+    )
+    return dyn_ns, discovery, common
 
 
 def _ordered(pod: JSON) -> JSON:

@@ -7,6 +7,7 @@ the operator's MPI SSH Secret.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 from dgd.domain.pod_merge import JSON, value_env
@@ -73,6 +74,7 @@ def update_container(
     service: str,
     deployer: Deployer,
     mpi_secret: str,
+    count_gpus: Callable[[JSON], int] = container_gpus,
 ) -> JSON:
     """A multinode TRT-LLM main container: SSH key mount, OpenMPI env, and the role's launch command."""
     out = dict(container)
@@ -91,7 +93,7 @@ def update_container(
     out["volumeMounts"] = [*(container.get("volumeMounts") or []), mount]
     out["env"] = [*(container.get("env") or []), value_env("OMPI_MCA_orte_keep_fqdn_hostnames", "1")]
     if role == "leader":
-        gpus = container_gpus(container)
+        gpus = count_gpus(container)
         out["args"] = [_leader_command(out, nodes, service, deployer, gpus)]
         out["command"] = ["/bin/sh", "-c"]
     elif role == "worker":

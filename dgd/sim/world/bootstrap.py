@@ -6,6 +6,8 @@
   configuration (``rbac.*ClusterRoleName``), with the rules of upstream's Helm chart (supplement §2.3).
 * **The MPI SSH Secret** the configuration names (``mpi.sshSecretName`` in ``mpi.sshSecretNamespace``),
   with a placeholder key pair.
+* **The DeviceClass** ``gpu.nvidia.com`` when DRA (``resource.k8s.io/v1``) is served, as a GPU cluster
+  with NVIDIA's DRA driver has it: the class GPU memory service claims come from by default.
 * **Discovery**: the API groups served, which the operator's feature gates probe (dgd-domain §17).
 
 Creating is idempotent: objects that exist already are left as they are.
@@ -21,7 +23,7 @@ import msgspec
 
 from dgd.cluster.errors import AlreadyExists
 from dgd.cluster.protocol import Cluster
-from dgd.cluster.resources import CLUSTER_ROLE, NAMESPACE, SECRET, Resource
+from dgd.cluster.resources import CLUSTER_ROLE, DEVICE_CLASS, NAMESPACE, SECRET, Resource
 from dgd.messages.base import JSONObject
 from dgd.messages.config import RELEASE_NAMESPACE, OperatorConfig
 from dgd.sim.world.settings import WorldSettings
@@ -66,7 +68,10 @@ async def bootstrap(cluster: Cluster, settings: WorldSettings, config: OperatorC
         role = {"apiVersion": CLUSTER_ROLE.api_version, "kind": "ClusterRole", "metadata": {"name": name}}
         await _ensure(cluster, CLUSTER_ROLE, role | {"rules": rules})
     await _ensure(cluster, SECRET, _mpi_secret(config))
-    return discovery(settings)
+    served = discovery(settings)
+    if served.serves("resource.k8s.io", "v1"):
+        await ensure_gpu_device_class(cluster)
+    return served
 
 
 async def _ensure(cluster: Cluster, resource: Resource[Any], obj: JSONObject) -> None:
@@ -113,6 +118,23 @@ def _cluster_roles(config: OperatorConfig) -> dict[str, list[JSONObject]]:
         rbac.dgdr_profiling_cluster_role_name: profiling,
     }
     return {name: rules for name, rules in roles.items() if name}
+
+
+#: The DeviceClass NVIDIA's GPU DRA driver registers, which GPU memory service claims use by default.
+GPU_DEVICE_CLASS = "gpu.nvidia.com"
+
+
+async def ensure_gpu_device_class(cluster: Cluster) -> None:
+    """Register NVIDIA's GPU DeviceClass (every device its driver publishes), as the driver does on a
+    GPU cluster, unless it exists."""
+    selector = {"cel": {"expression": f"device.driver == '{GPU_DEVICE_CLASS}'"}}
+    device_class = {
+        "apiVersion": DEVICE_CLASS.api_version,
+        "kind": "DeviceClass",
+        "metadata": {"name": GPU_DEVICE_CLASS},
+        "spec": {"selectors": [selector]},
+    }
+    await _ensure(cluster, DEVICE_CLASS, device_class)
 
 
 def _rule(group: str, resources: list[str], verbs: list[str]) -> JSONObject:

@@ -49,6 +49,7 @@ class WorldSettings(msgspec.Struct, frozen=True, kw_only=True):
         "inference.networking.k8s.io/v1",
         "nvidia.com/v1alpha1",
         "nvidia.com/v1beta1",
+        "resource.k8s.io/v1",
     )
     namespaces: tuple[str, ...] = ("default",)
     #: How long a world controller waits before retrying after an API error.

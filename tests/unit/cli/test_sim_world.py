@@ -26,7 +26,7 @@ from dgd.actors.tree import operator_children
 from dgd.cli import main
 from dgd.cluster.kube.adapter import KubeCluster
 from dgd.cluster.memory.adapter import MemoryCluster
-from dgd.cluster.resources import DEFAULT_RESOURCES, DGD, POD
+from dgd.cluster.resources import DEFAULT_RESOURCES, DEVICE_CLASS, DGD, POD
 from dgd.domain.crds import all_crds
 from dgd.domain.gates import effective_config, resolve_gates, served_apis
 from dgd.messages.config import OperatorConfig
@@ -199,3 +199,35 @@ def test_sim_world_exits_1_when_the_api_server_cannot_be_reached(
     # when run, then it exits 1 and says so
     assert main(["sim", "world", "--kubeconfig", str(kubeconfig)]) == 1
     assert "cannot reach the API server" in capsys.readouterr().err
+
+
+async def test_sim_world_registers_nvidias_gpu_device_class_where_dra_is_served(tmp_path: Path) -> None:
+    # given the facade serving DRA (resource.k8s.io/v1) with no DeviceClass yet (started without it)
+    server = MemoryCluster(resources=RESOURCES, clock=wall_clock, rng=random.Random(1))
+    await bootstrap(server, WorldSettings(served_groups=("nvidia.com/v1beta1",)), OperatorConfig())
+    assert not (await server.list(DEVICE_CLASS)).items
+    kubeconfig = tmp_path / "kubeconfig"
+    async with serve(Facade(server, resources=RESOURCES)) as url:
+        write_kubeconfig(kubeconfig, url)
+        # when `sim world` runs against it
+        world = subprocess.Popen(
+            [str(EXECUTABLE), "sim", "world", "--kubeconfig", str(kubeconfig), *FAST],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            # then it registers gpu.nvidia.com, as NVIDIA's GPU DRA driver does on a GPU cluster
+            async def registered() -> bool:
+                return bool((await server.list(DEVICE_CLASS)).items)
+
+            await wait_for(registered, 30)
+            (device_class,) = (await server.list(DEVICE_CLASS)).items
+            assert device_class["metadata"]["name"] == "gpu.nvidia.com"
+            assert device_class["spec"]["selectors"] == [
+                {"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}
+            ]
+        finally:
+            world.send_signal(signal.SIGTERM)
+            output, _ = world.communicate(timeout=30)
+    assert world.returncode == 0, output

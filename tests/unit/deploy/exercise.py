@@ -47,6 +47,7 @@ from dgd.cluster.resources import (
     PCS,
     PVC,
     REGISTRATION_RESOURCES,
+    RESOURCE_CLAIM_TEMPLATE,
     ROLE,
     ROLE_BINDING,
     SECRET,
@@ -76,6 +77,7 @@ OPERATOR_NS = RELEASE_NAMESPACE
 AGG = "ai-dynamo-dynamo/examples/backends/vllm/deploy/agg.yaml"
 MULTINODE = "ai-dynamo-dynamo/examples/backends/vllm/deploy/disagg-multinode.yaml"
 GAIE = "ai-dynamo-dynamo/examples/backends/vllm/deploy/gaie/agg.yaml"
+FAILOVER = "ai-dynamo-dynamo/examples/backends/vllm/deploy/v1beta1/agg_failover.yaml"
 WORKER = "VllmDecodeWorker"
 #: Generous limits in cluster seconds (the world's pods are ready 30 s after they are created).
 WAIT = 900.0
@@ -376,6 +378,35 @@ async def checkpointed_graphs(user: User) -> None:
         await user.until_successful(name)
 
 
+async def gpu_memory_service(user: User) -> None:
+    """The failover example (GPU memory service through DRA) on both pathways: each worker's
+    ResourceClaimTemplate is made; then one worker drops GMS and failover, and its template goes."""
+    names = []
+    for grove in (True, False):
+        document = upstream(FAILOVER)
+        document["metadata"]["name"] = f"failover-{'grove' if grove else 'component'}"
+        document["metadata"]["annotations"]["nvidia.com/enable-grove"] = "true" if grove else "false"
+        names.append(await user.apply(document))
+    for name in names:
+        await user.until_successful(name)
+    template = RESOURCE_CLAIM_TEMPLATE.key(USER_NS, f"{names[0]}-vllmworker-gpu")
+    assert (await user.client.get(template))["metadata"]["name"] == template.name
+
+    def without_gms(spec: dict[str, Any]) -> None:
+        _component(spec, "VllmWorker").pop("experimental", None)
+
+    await user.edit(names[0], without_gms)
+
+    async def template_gone() -> bool:
+        try:
+            await user.client.get(template)
+        except NotFound:
+            return True
+        return False
+
+    await user.sim.until(template_gone, timeout=WAIT)
+
+
 async def webhook_certificates(user: User) -> None:
     """The operator's own webhook certificates: the leader renews the serving certificate before it
     expires (under the same CA); then someone deletes their Secret (a CA replaced by hand), the
@@ -420,6 +451,7 @@ SYNCED: tuple[Resource[Any], ...] = (
     INGRESS,
     VIRTUAL_SERVICE,
     CONFIG_MAP,
+    RESOURCE_CLAIM_TEMPLATE,
     SERVICE_ACCOUNT,
     ROLE,
     ROLE_BINDING,

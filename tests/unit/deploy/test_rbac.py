@@ -57,6 +57,7 @@ from tests.unit.deploy.exercise import (
     endpoint_picker,
     endpoint_picker_in_a_mesh,
     exercise,
+    gpu_memory_service,
     grove_graph,
     kv_transfer_graph,
     legacy_claims,
@@ -77,6 +78,7 @@ RESTRICTED_STORIES: tuple[Story, ...] = (
     grove_graph,
     multinode_graph,
     *COMPONENT_STORIES,
+    gpu_memory_service,
     tampered_children,
     webhook_certificates,
     endpoint_picker,
@@ -128,6 +130,12 @@ def named(call: Call) -> Permission:
     return msgspec.structs.replace(call.permission, name=call.name)
 
 
+def user_named(call: Call) -> bool:
+    """A cluster-scoped object whose name the user's DGD chooses (the DeviceClass of a GPU memory
+    service): its rule cannot be narrowed to names the installation knows."""
+    return (call.group, call.resource) == ("resource.k8s.io", "deviceclasses")
+
+
 def needs(calls: list[Call]) -> Needs:
     """What ``calls`` need (see the module)."""
     called: set[Permission] = set()
@@ -142,7 +150,12 @@ def needs(calls: list[Call]) -> Needs:
     for call in calls:
         permission = call.permission
         cluster_scoped = not RESOURCES[(call.group, call.resource)].namespaced
-        if cluster_scoped and call.name and (call.group, call.resource) not in ANY_NAME:
+        if (
+            cluster_scoped
+            and call.name
+            and (call.group, call.resource) not in ANY_NAME
+            and not user_named(call)
+        ):
             permission = msgspec.structs.replace(permission, name=call.name)
         if call.resource == LEASES:
             lease.add(permission)

@@ -88,6 +88,9 @@ fromJsonArray); empty in cluster-wide mode. Rendering fails unless each is a nam
 - apiGroups: [networking.istio.io]
   resources: [destinationrules]
   verbs: [create, get, list, watch, patch, delete]
+- apiGroups: [resource.k8s.io]
+  resources: [resourceclaimtemplates]
+  verbs: [create, get, list, watch, patch, delete]
 {{- if eq (toString .Values.featureGates.grove) "false" }}
 - apiGroups: [grove.io]
   resources: [podcliquesets]
@@ -121,6 +124,9 @@ fromJsonArray); empty in cluster-wide mode. Rendering fails unless each is a nam
   resources: [clustertopologybindings]
   verbs: [get]
 {{- end }}
+- apiGroups: [resource.k8s.io]
+  resources: [deviceclasses]
+  verbs: [get]
 {{- end }}
 {{- end -}}
 

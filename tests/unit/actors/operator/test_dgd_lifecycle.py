@@ -72,9 +72,9 @@ async def test_a_grove_dgd_fails_terminally_when_the_grove_gate_is_off() -> None
         )
 
 
-async def test_a_feature_this_release_cannot_reconcile_fails_naming_the_field() -> None:
+async def test_the_gpu_memory_service_fails_the_shared_resources_while_dra_is_off() -> None:
     async with running_operator() as op:
-        # given a DGD whose worker asks for the GPU memory service
+        # given an operator without DRA, and a DGD whose worker asks for the GPU memory service
         document = manifest()
         document["spec"]["components"][1]["experimental"] = {"gpuMemoryService": {}}
         op.writes.clear()
@@ -82,15 +82,16 @@ async def test_a_feature_this_release_cannot_reconcile_fails_naming_the_field() 
         # when it is applied
         await op.apply(document)
 
-        # then it failed naming the field, before any child was written
-        assert await ready_reason(op) == (
-            "failed",
-            "False",
-            "failed_to_reconcile_the_resources",
-            "spec.components[1].experimental.gpuMemoryService: GPU memory service (DRA resource claim "
-            "templates) is not supported yet by dgd-operator",
+        # then it failed naming the component and what DRA it needs (dgd-domain §7 row 4), before any
+        # GPU-using child was written
+        state, status, reason, message = await ready_reason(op)
+        assert (state, status, reason) == ("failed", "False", "failed_to_reconcile_the_resources")
+        assert message == (
+            'failed to reconcile GMS ResourceClaimTemplates: component "Worker" uses the GPU memory '
+            "service or inter-pod failover, which requires DRA (resource.k8s.io/v1, Kubernetes >= 1.34): "
+            "the operator has DRA disabled (dra.enabled, or the API is not served)"
         )
-        assert set(op.writes) == {"patch DynamoGraphDeployment", "patch DynamoGraphDeployment/status"}
+        assert "create PodCliqueSet" not in op.writes
 
 
 async def test_deleting_a_dgd_runs_its_finalizer_and_garbage_collection_removes_its_children() -> None:

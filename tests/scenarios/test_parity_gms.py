@@ -1,0 +1,68 @@
+"""``dgd-operator sim apply`` of GPU memory service and failover graphs (issue 20): upstream's agg_failover
+example in both versions and on both pathways, and the inter-pod layouts on Grove. The simulated cluster
+serves DRA (``resource.k8s.io/v1``) with NVIDIA's ``gpu.nvidia.com`` DeviceClass, as a GPU cluster with
+NVIDIA's DRA driver does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dgd.cli import main
+from tests.upstream import DYNAMO, load_documents
+
+EXAMPLES = DYNAMO / "examples" / "backends" / "vllm" / "deploy"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "parity" / "gms"
+
+
+@pytest.mark.parametrize("path", [EXAMPLES / "agg_failover.yaml", EXAMPLES / "v1beta1" / "agg_failover.yaml"])
+def test_agg_failover_reaches_successful_on_grove(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # given upstream's failover example (v1alpha1 or v1beta1); when it is applied until ready
+    code = main(["sim", "apply", str(path), "--until-ready"])
+
+    # then it is successful, its worker's claim template made before its PodCliqueSet
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "default/vllm-agg-failover  successful" in out
+    template = out.index("Created ResourceClaimTemplate default/vllm-agg-failover-vllmworker-gpu")
+    assert template < out.index("Created PodCliqueSet default/vllm-agg-failover")
+
+
+def test_agg_failover_reaches_successful_on_the_component_pathway(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # given the v1beta1 failover example opting out of Grove
+    (document,) = load_documents(EXAMPLES / "v1beta1" / "agg_failover.yaml")
+    document["metadata"]["annotations"]["nvidia.com/enable-grove"] = "false"
+    manifest = tmp_path / "agg_failover.yaml"
+    manifest.write_text(yaml.safe_dump(document), encoding="utf-8")
+
+    # when it is applied until ready
+    code = main(["sim", "apply", str(manifest), "--until-ready"])
+
+    # then it is successful through its DCDs, the claim template made first
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "default/vllm-agg-failover  successful" in out
+    template = out.index("Created ResourceClaimTemplate default/vllm-agg-failover-vllmworker-gpu")
+    assert template < out.index("Created DynamoComponentDeployment default/vllm-agg-failover-frontend")
+
+
+@pytest.mark.parametrize("graph", ["inter_pod_failover", "inter_pod_multinode"])
+def test_inter_pod_gms_graphs_reach_successful_on_grove(
+    graph: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # given our inter-pod GMS failover graphs (single node; 2 nodes): weight-server and engine cliques in
+    # one scaling group; when each is applied until ready
+    code = main(["sim", "apply", str(FIXTURES / f"{graph}.dgd.yaml"), "--until-ready"])
+
+    # then it is successful: the simulated Grove made the scaling group's cliques (weight servers and
+    # engines) and their pods, and reports the group available
+    out = capsys.readouterr().out
+    assert code == 0
+    name = "interpod" if graph == "inter_pod_failover" else "interpod-mn"
+    assert f"default/{name}  successful" in out
+    assert "componentKind: PodCliqueScalingGroup" in out
+    assert "availableReplicas: 1" in out
