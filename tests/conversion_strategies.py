@@ -68,9 +68,12 @@ def _alpha_resources(draw: st.DrawFn) -> Document:
 @st.composite
 def _flat_mounts(draw: st.DrawFn) -> list[Document]:
     names = draw(st.lists(_mount_names, max_size=3, unique=True))
+    # Distinct mount points: a pod whose container mounts two volumes at one path is refused by the
+    # API server ("must be unique"), so such a manifest is not an admissible shape to round-trip.
+    points = draw(st.lists(_paths.filter(bool), min_size=len(names), max_size=len(names), unique=True))
     mounts = []
-    for name in names:
-        mount: Document = {"name": name, "mountPoint": draw(_paths.filter(bool))}
+    for name, point in zip(names, points, strict=True):
+        mount: Document = {"name": name, "mountPoint": point}
         if draw(_quarter):
             mount["useAsCompilationCache"] = True
         mounts.append(mount)
