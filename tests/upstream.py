@@ -27,8 +27,8 @@ def load_documents(path: Path) -> list[Any]:
 
 
 def dgd_files() -> list[Path]:
-    """Every upstream file that holds a DynamoGraphDeployment (examples, fixtures, golden inputs)."""
-    roots = [DYNAMO / "examples", DYNAMO / "deploy" / "utils" / "tests" / "fixtures"]
+    """Every upstream file that holds a DynamoGraphDeployment (examples, recipes, fixtures, golden inputs)."""
+    roots = [DYNAMO / "examples", DYNAMO / "recipes", DYNAMO / "deploy" / "utils" / "tests" / "fixtures"]
     files = sorted(p for root in roots for p in root.rglob("*.yaml"))
     files += sorted(
         (DYNAMO / "deploy" / "operator" / "internal" / "controller" / "testdata").rglob("input.yaml")

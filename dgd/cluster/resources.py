@@ -25,12 +25,17 @@ T = TypeVar("T")
 
 def without_managed_fields(obj: Any) -> Any:
     """``obj`` without ``metadata.managedFields``, which the operator never reads. On a real API server
-    they are most of a small object's bytes, and a cache of thousands of objects would keep them all
-    (the modelled kinds' ``ObjectMeta`` leaves them out for the same reason). A write that omits them
-    leaves the server's as they are."""
-    metadata = obj.get("metadata") if isinstance(obj, dict) else None
-    if isinstance(metadata, dict):
-        metadata.pop("managedFields", None)
+    they are most of a small object's bytes, and a cache of thousands of objects would keep them all.
+    A Struct comes back replaced (its metadata without them), a dict changed in place. A write that
+    omits them leaves the server's as they are."""
+    if isinstance(obj, dict):
+        metadata = obj.get("metadata")
+        if isinstance(metadata, dict):
+            metadata.pop("managedFields", None)
+        return obj
+    metadata = getattr(obj, "metadata", None)
+    if isinstance(metadata, msgspec.Struct) and getattr(metadata, "managed_fields", None) is not None:
+        return msgspec.structs.replace(obj, metadata=msgspec.structs.replace(metadata, managed_fields=None))
     return obj
 
 
@@ -127,11 +132,11 @@ class Resource(msgspec.Struct, Generic[T], frozen=True, kw_only=True):
         if self.raw or self.model is None:
             return cast(T, without_managed_fields(msgspec.json.decode(data)))
         try:
-            return cast(T, msgspec.json.decode(data, type=self.model))
+            return cast(T, without_managed_fields(msgspec.json.decode(data, type=self.model)))
         except msgspec.ValidationError:
             if not self.lenient:
                 raise
-        return self._leniently(msgspec.json.decode(data))
+        return self._leniently(without_managed_fields(msgspec.json.decode(data)))
 
     def decode_or_reject(self, data: bytes) -> T | Rejected:
         """``decode``, or what the model refuses in ``data`` (JSON that is not an object of this kind
@@ -147,8 +152,8 @@ class Resource(msgspec.Struct, Generic[T], frozen=True, kw_only=True):
             return cast(T, without_managed_fields(item))
         try:
             if self.lenient:
-                return self._leniently(item)
-            return cast(T, msgspec.convert(item, self.model))
+                return self._leniently(without_managed_fields(item))
+            return cast(T, without_managed_fields(msgspec.convert(item, self.model)))
         except msgspec.ValidationError as error:
             return rejected(msgspec.convert(item, _Identified), error)
 

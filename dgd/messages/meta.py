@@ -37,6 +37,9 @@ class ObjectMeta(Model, frozen=True):
     annotations: dict[str, str] | None = None
     owner_references: list[OwnerReference] | None = None
     finalizers: list[str] | None = None
+    #: Kept by the model (admission checks objects the API server sends whole); dropped from what the
+    #: operator's cache holds (``dgd.cluster.resources.without_managed_fields``).
+    managed_fields: list[JSONObject] | None = None
     self_link: str | None = None
 
 

@@ -139,7 +139,7 @@ FORMERLY_REFUSED = {
         "    - name: w\n      type: worker\n      experimental: {gpuMemoryService: {mode: IntraPod}}\n"
         "      podTemplate: {spec: {containers: [{name: main, image: 'w:1.4.0',\n"
         "        resources: {limits: {nvidia.com/gpu: 1}}}]}}\n",
-        "gpuMemoryService",
+        "name: gms-server",
     ),
     "epp": (
         "    - name: epp\n      type: epp\n      eppConfig: {configMapRef: {name: c, key: k}}\n"
@@ -147,8 +147,10 @@ FORMERLY_REFUSED = {
         "InferencePool",
     ),
     "kv-transfer-policy": (
+        "    - name: w\n      type: worker\n"
+        "      podTemplate: {spec: {containers: [{name: main, image: 'w:1.4.0'}]}}\n"
         "  experimental: {kvTransferPolicy: {domain: rack, labelKey: topology.kubernetes.io/rack}}\n",
-        "DYN_KV_TRANSFER",
+        "DYN_KV_TRANSFER_DOMAIN",
     ),
 }
 
