@@ -244,10 +244,10 @@ async def test_a_v1alpha1_dgd_applies_through_the_conversion_webhook_and_reads_b
         code, said = _apply(real, needed)
         assert code == 0, said
     async with registered(real, daemons, tmp_path):
-        # when a v1alpha1 DGD is applied with kubectl, client-side and then server-side (taking over the
+        # when a v1alpha1 DGD is applied with kubectl client-side, then server-side (taking over the
         # client-side apply's fields: a pvcs entry without a size reads back with upstream's "0", so its
-        # values differ from the manifest's; docs/decisions.md, "Admission webhooks")
-        for how in ((), ("--server-side", "--force-conflicts")):
+        # values differ from the manifest's; docs/decisions.md, "Parity features"), then server-side again
+        for how in ((), ("--server-side", "--force-conflicts"), ("--server-side",)):
             code, said = _apply(real, document, *how)
             assert code == 0, f"{how}: {said}"
             # then it reads back as v1alpha1 with everything that was applied (and the defaults)
