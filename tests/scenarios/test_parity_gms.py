@@ -66,3 +66,26 @@ def test_inter_pod_gms_graphs_reach_successful_on_grove(
     assert f"default/{name}  successful" in out
     assert "componentKind: PodCliqueScalingGroup" in out
     assert "availableReplicas: 1" in out
+
+
+@pytest.mark.parametrize("pathway", ["grove", "component"])
+def test_the_xpu_example_with_its_own_dra_claims_reaches_successful(
+    pathway: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # given upstream's XPU example: its ResourceClaimTemplate (Intel's gpu.intel.com class) and a v1alpha1
+    # DGD whose worker claims GPUs through it (extraPodSpec.resourceClaims), no GPU memory service
+    template, document = load_documents(EXAMPLES / "xpu" / "agg_router_kv_approx_xpu_dra.yaml")
+    assert template["kind"] == "ResourceClaimTemplate"
+    if pathway == "component":
+        document["metadata"].setdefault("annotations", {})["nvidia.com/enable-grove"] = "false"
+    manifest = tmp_path / "xpu.yaml"
+    manifest.write_text(yaml.safe_dump_all([template, document]), encoding="utf-8")
+
+    # when both are applied until ready
+    code = main(["sim", "apply", str(manifest), "--until-ready"])
+
+    # then the graph is successful, and no claim template of the operator's was made for it
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert f"default/{document['metadata']['name']}  successful" in out
+    assert "Created ResourceClaimTemplate" not in out
