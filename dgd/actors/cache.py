@@ -8,6 +8,9 @@ authoritative, for an absence too, and no read of it touches the API. Before tha
 what the cache holds is answered from it (an absence is not known yet: the API is asked); the kinds
 nobody watches are read from the API.
 
+What nothing here reads of a kind is not kept (``SLIM``: a PodClique's pod spec, Grove's copy of its
+template), so a cache of thousands of objects does not hold them.
+
 Everything runs on one event loop and every method is synchronous, so a read is always one
 consistent snapshot of one object.
 """
@@ -15,7 +18,7 @@ consistent snapshot of one object.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar, cast
 
 import anyio
@@ -23,7 +26,8 @@ import msgspec
 
 from dgd.cluster.errors import NotFound
 from dgd.cluster.protocol import Cluster
-from dgd.cluster.resources import ObjectKey, Resource
+from dgd.cluster.resources import PCLQ, ObjectKey, Resource
+from dgd.messages.grove import PodClique
 from dgd.messages.meta import controller_of, identity
 
 T = TypeVar("T")
@@ -52,6 +56,17 @@ def _newer(candidate: str, current: str) -> bool:
     return candidate != current
 
 
+def _without_pod_spec(clique: PodClique) -> PodClique:
+    """A PodClique as the operator reads it: its status, replicas and metadata. Grove writes its pod
+    spec (the clique's whole template) and nothing here reads it: a cache of thousands keeps none."""
+    if not isinstance(clique, PodClique) or clique.spec is None or not clique.spec.pod_spec:
+        return clique
+    return msgspec.structs.replace(clique, spec=msgspec.structs.replace(clique.spec, pod_spec={}))
+
+
+#: What the operator's cache keeps of the kinds it reads only in part, by resource id.
+SLIM: Mapping[str, Callable[[Any], Any]] = {str(PCLQ): _without_pod_spec}
+
 #: Hears ``(resource id, event type, old, new)`` for every change an informer caches.
 Listener = Callable[[str, str, Any, Any], None]
 
@@ -59,7 +74,9 @@ Listener = Callable[[str, str, Any, Any], None]
 class Cache:
     """Objects by resource, namespace and name. Only informers fill it (and writers ``observe``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, slim: Mapping[str, Callable[[Any], Any]] | None = None) -> None:
+        #: resource id -> what of an object of that kind is kept (``SLIM``: the parts nothing reads go).
+        self._slim = SLIM if slim is None else slim
         self._objects: dict[str, dict[_Name, Any]] = {}
         self._synced: dict[str, anyio.Event] = {}
         # resource -> the namespaces (None: all) still to be listed before it counts as synced.
@@ -163,7 +180,10 @@ class Cache:
         before = {k: v for k, v in objects.items() if namespace is None or k[0] == namespace}
         seen: set[_Name] = set()
         changes: builtins.list[Change] = []
+        slim = self._slim.get(rid)
         for obj in items:
+            if slim is not None:
+                obj = slim(obj)
             where, name, version = identity(obj)
             seen.add((where, name))
             old = before.get((where, name))
@@ -188,6 +208,9 @@ class Cache:
     def apply(self, resource: Resource[Any], event_type: str, obj: Any) -> Any:
         """Record one watch event; returns the version it replaces (``None`` if there was none)."""
         rid = str(resource)
+        slim = self._slim.get(rid)
+        if slim is not None:
+            obj = slim(obj)
         namespace, name, _ = identity(obj)
         if event_type == "DELETED":
             old = self._drop(rid, (namespace, name))
@@ -232,7 +255,8 @@ class Cache:
         namespace, name, version = identity(obj)
         current = objects.get((namespace, name))
         if current is None or _newer(version, identity(current)[2]):
-            self._store(str(resource), (namespace, name), obj)
+            slim = self._slim.get(str(resource))
+            self._store(str(resource), (namespace, name), obj if slim is None else slim(obj))
 
     def forget(self, resource: Resource[Any], namespace: str | None, name: str) -> None:
         """Drop an object this process just deleted (its watch event will say the same)."""

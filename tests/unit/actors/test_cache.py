@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+import msgspec
 import pytest
 
 from dgd.actors.cache import Cache, Reader
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.protocol import Cluster
-from dgd.cluster.resources import CLUSTER_ROLE, NAMESPACE, SERVICE, ObjectKey
+from dgd.cluster.resources import CLUSTER_ROLE, NAMESPACE, PCLQ, SERVICE, ObjectKey
+from dgd.messages.grove import PodClique
 
 pytestmark = pytest.mark.anyio
 
@@ -167,3 +169,38 @@ async def test_listeners_hear_every_cached_change_and_the_events_passed_over_but
 
 def _v(obj: Any) -> str | None:
     return None if obj is None else str(obj["metadata"]["resourceVersion"])
+
+
+def test_a_podclique_is_cached_without_the_pod_spec_grove_copied_into_it() -> None:
+    # given a PodClique as Grove writes it: its template's whole pod spec, replicas and a status
+    clique = msgspec.convert(
+        {
+            "apiVersion": "grove.io/v1alpha1",
+            "kind": "PodClique",
+            "metadata": {"name": "g-0-worker", "namespace": "ns", "resourceVersion": "7"},
+            "spec": {"roleName": "worker", "replicas": 2, "podSpec": {"containers": [{"name": "main"}]}},
+            "status": {
+                "replicas": 2,
+                "readyReplicas": 2,
+                "scheduleGatedReplicas": 0,
+                "scheduledReplicas": 2,
+                "updatedReplicas": 2,
+            },
+        },
+        PodClique,
+    )
+    cache = Cache()
+    cache.serve(PCLQ)
+
+    # when a list, a watch event and a write's answer bring it
+    listed = cache.replace(PCLQ, [clique])
+    cache.apply(PCLQ, "MODIFIED", msgspec.structs.replace(clique, metadata=clique.metadata))
+    cache.observe(PCLQ, clique)
+
+    # then what the cache holds (and tells) has its replicas, role and status, and no pod spec
+    held = cache.get(PCLQ, "ns", "g-0-worker")
+    assert held is not None and held.spec is not None
+    assert held.spec.pod_spec == {}
+    assert (held.spec.replicas, held.spec.role_name) == (2, "worker")
+    assert held.status == clique.status
+    assert listed[0].new.spec.pod_spec == {}
