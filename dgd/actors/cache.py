@@ -9,7 +9,8 @@ what the cache holds is answered from it (an absence is not known yet: the API i
 nobody watches are read from the API.
 
 What nothing here reads of a kind is not kept (``SLIM``: a PodClique's pod spec, Grove's copy of its
-template), so a cache of thousands of objects does not hold them.
+template; a PodCliqueSet's pod specs, which the syncer reads whole when it must compare them), so a
+cache of thousands of objects does not hold them.
 
 Everything runs on one event loop and every method is synchronous, so a read is always one
 consistent snapshot of one object.
@@ -26,8 +27,8 @@ import msgspec
 
 from dgd.cluster.errors import NotFound
 from dgd.cluster.protocol import Cluster
-from dgd.cluster.resources import PCLQ, ObjectKey, Resource
-from dgd.messages.grove import PodClique
+from dgd.cluster.resources import PCLQ, PCS, ObjectKey, Resource
+from dgd.messages.grove import PodClique, PodCliqueSet
 from dgd.messages.meta import controller_of, identity
 
 T = TypeVar("T")
@@ -64,8 +65,23 @@ def _without_pod_spec(clique: PodClique) -> PodClique:
     return msgspec.structs.replace(clique, spec=msgspec.structs.replace(clique.spec, pod_spec={}))
 
 
+def _without_pod_specs(pcs: PodCliqueSet) -> PodCliqueSet:
+    """A PodCliqueSet as reconciles read it: metadata, status, every clique's name, labels, annotations
+    and replicas, its scaling groups. Its cliques' pod specs (most of its bytes) are read whole by the
+    syncer only when the set must be compared with what is rendered (``Syncer.sync``)."""
+    template = pcs.spec.template if isinstance(pcs, PodCliqueSet) and pcs.spec is not None else None
+    if template is None or not any(c.spec.pod_spec for c in template.cliques):
+        return pcs
+    cliques = [
+        msgspec.structs.replace(c, spec=msgspec.structs.replace(c.spec, pod_spec={}))
+        for c in template.cliques
+    ]
+    spec = msgspec.structs.replace(pcs.spec, template=msgspec.structs.replace(template, cliques=cliques))
+    return msgspec.structs.replace(pcs, spec=spec)
+
+
 #: What the operator's cache keeps of the kinds it reads only in part, by resource id.
-SLIM: Mapping[str, Callable[[Any], Any]] = {str(PCLQ): _without_pod_spec}
+SLIM: Mapping[str, Callable[[Any], Any]] = {str(PCLQ): _without_pod_spec, str(PCS): _without_pod_specs}
 
 #: Hears ``(resource id, event type, old, new)`` for every change an informer caches.
 Listener = Callable[[str, str, Any, Any], None]
@@ -102,6 +118,10 @@ class Cache:
         event = self._synced.setdefault(rid, anyio.Event())
         if not event.is_set():
             self._unlisted.setdefault(rid, set()).update(scopes)
+
+    def slims(self, resource: Resource[Any]) -> bool:
+        """Whether objects of ``resource`` are kept without parts of them (``SLIM``)."""
+        return str(resource) in self._slim
 
     def caches(self, resource: Resource[Any]) -> bool:
         return str(resource) in self._objects

@@ -31,7 +31,7 @@ from dgd.cluster.protocol import Cluster, Preconditions
 from dgd.cluster.resources import Resource
 from dgd.domain import events
 from dgd.domain.pod_merge import JSON
-from dgd.domain.sync import Create, Keep, Patch, plan_sync
+from dgd.domain.sync import Create, Keep, Patch, is_stale, plan_sync
 from dgd.messages.dgd import API_VERSION, KIND, DynamoGraphDeployment
 from dgd.messages.meta import identity
 
@@ -109,6 +109,9 @@ class Syncer:
     ) -> T:
         """Make the child ``desired`` names match it, given ``live`` as last observed."""
         namespace, name, _ = identity(desired)
+        if live is not None and self._cache.slims(resource) and is_stale(desired, as_json(live)):
+            # The cache keeps this kind without parts the comparison needs: compare with it whole.
+            live = decode(resource, await self._cluster.get(resource.as_raw().key(namespace, name)))
         live_json = as_json(live) if live is not None else None
         plan = plan_sync(desired, live_json, owner_reference(owner))
         if isinstance(plan, Keep):

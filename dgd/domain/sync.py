@@ -98,6 +98,17 @@ def _generation(value: Any) -> int | None:
         return None
 
 
+def is_stale(desired: JSON, live: JSON, digest: str | None = None) -> bool:
+    """Whether ``live``'s body must be compared with ``desired``'s: the hash it was last written with
+    differs, or someone else changed its spec since (its generation moved past the one recorded)."""
+    live_meta: JSON = live.get("metadata") or {}
+    live_annotations: dict[str, str] = live_meta.get("annotations") or {}
+    applied = _generation(live_annotations.get(LAST_APPLIED_GENERATION))
+    if live_annotations.get(LAST_APPLIED_HASH) != (digest or content_hash(desired)) or applied is None:
+        return True
+    return int(live_meta.get("generation") or 0) > applied
+
+
 def plan_sync(desired: JSON, live: JSON | None, owner: JSON) -> SyncPlan:
     """What to write so the child named by ``desired`` matches it (``owner``: an ownerReference)."""
     digest = content_hash(desired)
@@ -114,8 +125,7 @@ def plan_sync(desired: JSON, live: JSON | None, owner: JSON) -> SyncPlan:
     live_meta: JSON = live.get("metadata") or {}
     live_annotations: dict[str, str] = live_meta.get("annotations") or {}
     live_generation = int(live_meta.get("generation") or 0)
-    applied = _generation(live_annotations.get(LAST_APPLIED_GENERATION))
-    stale = live_annotations.get(LAST_APPLIED_HASH) != digest or applied is None or live_generation > applied
+    stale = is_stale(desired, live, digest)
     patch: JSON = {}
     annotations: dict[str, Any] = {}
     spec_changed = False

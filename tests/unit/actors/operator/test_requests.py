@@ -18,13 +18,13 @@ from dgd.actors.dgd_writer import FINALIZER
 from dgd.cluster.errors import ClusterError
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.proxy import APICall, ClusterProxy
-from dgd.cluster.resources import DGD
+from dgd.cluster.resources import DGD, PCS
 from dgd.domain.admission.defaulting import WORKLOAD_PROVIDER
 from dgd.domain.gates import Gates
 from dgd.domain.worker_generation import CURRENT_WORKER_HASH_V2
 from dgd.messages.dgd import DynamoGraphDeployment
 
-from .harness import manifest, running_operator
+from .harness import NS, manifest, running_operator
 
 pytestmark = pytest.mark.anyio
 
@@ -214,3 +214,46 @@ async def test_multinode_graphs_created_at_once_make_one_key_secret_and_read_it_
         # Then each one ran, and none read a Secret again.
         assert finished - runs == Counter(names)
         assert answered - before == Counter()
+
+
+async def test_a_podcliqueset_is_cached_without_pod_specs_and_read_whole_only_to_patch_its_spec() -> None:
+    # Given the operator watching a cluster with Grove, and a DGD whose PodCliqueSet is ready.
+    recorded: list[AnsweredRequests] = []
+
+    def record(inner: Cluster) -> Cluster:
+        recorded.append(AnsweredRequests(inner))
+        return recorded[-1]
+
+    async with running_operator(proxy=record) as harness:
+        await harness.apply(manifest())
+        await harness.grove_realizes()
+        await harness.advance(1.0)
+        # Then the cache holds the set without its cliques' pod specs (the server has them all).
+        cached = harness.cache.get(PCS, NS, "demo")
+        assert cached is not None
+        assert [c.spec.pod_spec for c in cached.spec.template.cliques] == [{}, {}]
+        assert all(c.spec.pod_spec for c in (await harness.pcs()).spec.template.cliques)
+        # And reconciles that change nothing read it from the API not once.
+        harness.nudge(times=3)
+        await harness.settle()
+        assert recorded[0].answered["get PodCliqueSet ok"] == 0
+
+        # When a user changes the worker's image (a new spec of the set).
+        dgd = await harness.dgd()
+        components = msgspec.to_builtins(dgd.spec.components)
+        components[1]["podTemplate"]["spec"]["containers"][0]["image"] = "vllm-runtime:1.6.0"
+        edited = msgspec.structs.replace(
+            dgd,
+            spec=msgspec.structs.replace(
+                dgd.spec, components=msgspec.convert(components, type(dgd.spec.components))
+            ),
+        )
+        await harness.cluster.replace(DGD, edited)
+        await harness.settle()
+
+        # Then the set was read whole once to compare it, and its pod specs are patched, not emptied.
+        assert recorded[0].answered["get PodCliqueSet ok"] == 1
+        worker = next(c for c in (await harness.pcs()).spec.template.cliques if c.name == "worker")
+        (container,) = [c for c in worker.spec.pod_spec["containers"] if c["name"] == "main"]
+        assert container["image"] == "vllm-runtime:1.6.0"
+        assert container["command"] == ["python3", "-m", "dynamo.vllm"]
