@@ -26,6 +26,18 @@ def main_container(pod_template: dict[str, Any] | None) -> tuple[int, dict[str, 
     return None
 
 
+def with_main_container(template: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A copy of a pod template's spec whose ``containers`` are copies, one of them ``main`` (added first
+    when missing), and that main container: ``(spec, main)``, both to change and put back."""
+    spec = dict(template.get("spec") or {})
+    copies = [dict(c) for c in spec.get("containers") or [] if isinstance(c, dict)]
+    found = main_container({"spec": {"containers": copies}})
+    if found is None:
+        copies.insert(0, {"name": MAIN_CONTAINER})
+    spec["containers"] = copies
+    return spec, copies[found[0] if found is not None else 0]
+
+
 def gpu_limit(container: dict[str, Any]) -> Fraction | None:
     """The ``nvidia.com/gpu`` limit of a container, ``None`` if unset or not a quantity."""
     return _gpu_quantity(container, "limits")

@@ -17,24 +17,14 @@ from dgd.messages.config import load_config
 from dgd.sim import WorldSettings
 from tests.scenarios.graphs import SNAPSHOT, model_cache
 from tests.scenarios.grove.stage import NS, on_stage, upstream
+from tests.unit.manifests import EPP_INLINE
 from tests.upstream import DYNAMO
 
 GAIE_AGG = DYNAMO / "examples" / "backends" / "vllm" / "deploy" / "gaie" / "agg.yaml"
 RECIPE = DYNAMO / "recipes" / "qwen3-0.6b" / "vllm" / "agg" / "gaie"
 CHECKPOINTS = load_config("checkpoint:\n  enabled: true\n")
 #: An endpoint picker with an inline configuration, as the gaie example has one.
-EPP = {
-    "name": "Epp",
-    "type": "epp",
-    "replicas": 1,
-    "eppConfig": {
-        "config": {
-            "plugins": [{"type": "max-score-picker"}],
-            "schedulingProfiles": [{"name": "default", "plugins": [{"pluginRef": "max-score-picker"}]}],
-        }
-    },
-    "podTemplate": {"spec": {"containers": [{"name": "main", "image": "epp:1.5.0"}]}},
-}
+EPP = EPP_INLINE
 
 
 def on_the_component_pathway(path: Path, tmp_path: Path) -> str:

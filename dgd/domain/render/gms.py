@@ -107,18 +107,9 @@ def apply_intra_pod_gms(pod: JSON, component: ComponentSpec, *, dgd_name: str) -
     # The pod claim from the component's template replaces scalar GPUs; DRA skips the device
     # plugin's toleration, so the pod tolerates the GPU taint itself.
     _with_client(pod, containers[0])
-    tolerations = list(pod.get("tolerations") or [])
-    if not any(t.get("key") == GPU_TAINT and t.get("effect") == "NoSchedule" for t in tolerations):
-        tolerations.append({"key": GPU_TAINT, "operator": "Exists", "effect": "NoSchedule"})
-    pod["tolerations"] = tolerations
+    tolerate_gpu_taint(pod)
     claim = {"name": CLAIM, "resourceClaimTemplateName": claim_template_name(dgd_name, component.name)}
-    claims = list(pod.get("resourceClaims") or [])
-    at = next((i for i, c in enumerate(claims) if c.get("name") == CLAIM), None)
-    if at is None:
-        claims.append(claim)
-    else:
-        claims[at] = claim
-    pod["resourceClaims"] = claims
+    pod["resourceClaims"] = upsert_named(pod.get("resourceClaims"), claim)
 
     # The server runs beside the main container for the pod's whole life (a native sidecar).
     server = _server(str(containers[0].get("image") or ""))
@@ -177,30 +168,11 @@ def _server(image: str) -> JSON:
 
 def _with_client(pod: JSON, container: JSON) -> None:
     """Wire one GMS client in place: the socket volume, its mount and env, the claim, no scalar GPUs."""
-    volume = {"name": SOCKET_VOLUME, "emptyDir": {}}
-    volumes = list(pod.get("volumes") or [])
-    at = next((i for i, v in enumerate(volumes) if v.get("name") == SOCKET_VOLUME), None)
-    if at is None:
-        volumes.append(volume)
-    else:
-        volumes[at] = volume
-    pod["volumes"] = volumes
+    pod["volumes"] = upsert_named(pod.get("volumes"), {"name": SOCKET_VOLUME, "emptyDir": {}})
     mount = {"name": SOCKET_VOLUME, "mountPath": SOCKET_DIR}
-    mounts = list(container.get("volumeMounts") or [])
-    at = next((i for i, m in enumerate(mounts) if m.get("name") == SOCKET_VOLUME), None)
-    if at is None:
-        mounts.append(mount)
-    else:
-        mounts[at] = mount
-    container["volumeMounts"] = mounts
+    container["volumeMounts"] = upsert_named(container.get("volumeMounts"), mount)
     _set_env(container, SOCKET_DIR_ENV, SOCKET_DIR)
-    resources = dict(container.get("resources") or {})
-    for section in ("limits", "requests"):
-        kept = {k: v for k, v in (resources.get(section) or {}).items() if not is_gpu_resource(str(k))}
-        if kept:
-            resources[section] = kept
-        else:
-            resources.pop(section, None)
+    resources = without_scalar_gpus(container.get("resources"))
     claims = list(resources.get("claims") or [])
     if not any(c.get("name") == CLAIM for c in claims):
         claims.append({"name": CLAIM})
@@ -210,10 +182,36 @@ def _with_client(pod: JSON, container: JSON) -> None:
 
 def _set_env(container: JSON, name: str, value: str) -> None:
     """Set one env var in place: replaced where it is, else appended."""
-    env = list(container.get("env") or [])
-    at = next((i for i, e in enumerate(env) if e.get("name") == name), None)
+    container["env"] = upsert_named(container.get("env"), value_env(name, value))
+
+
+def upsert_named(items: list[JSON] | None, item: JSON) -> list[JSON]:
+    """A copy of the named ``items`` with ``item`` in place of the one of its name, else appended."""
+    out = list(items or [])
+    at = next((i for i, existing in enumerate(out) if existing.get("name") == item.get("name")), None)
     if at is None:
-        env.append(value_env(name, value))
+        out.append(item)
     else:
-        env[at] = value_env(name, value)
-    container["env"] = env
+        out[at] = item
+    return out
+
+
+def without_scalar_gpus(resources: JSON | None) -> JSON:
+    """A container's resources without GPU limits and requests (a DRA claim has its GPUs); a section
+    left empty goes."""
+    out = dict(resources or {})
+    for section in ("limits", "requests"):
+        kept = {k: v for k, v in (out.get(section) or {}).items() if not is_gpu_resource(str(k))}
+        if kept:
+            out[section] = kept
+        else:
+            out.pop(section, None)
+    return out
+
+
+def tolerate_gpu_taint(pod: JSON) -> None:
+    """Let the pod onto GPU nodes in place: DRA bypasses the device plugin that would add this."""
+    tolerations = list(pod.get("tolerations") or [])
+    if not any(t.get("key") == GPU_TAINT and t.get("effect") == "NoSchedule" for t in tolerations):
+        tolerations.append({"key": GPU_TAINT, "operator": "Exists", "effect": "NoSchedule"})
+    pod["tolerations"] = tolerations

@@ -21,8 +21,14 @@ import copy
 import re
 
 from dgd.domain.pod_merge import JSON, field_env, value_env
-from dgd.domain.render.gms import GPU_TAINT, SERVER_MODULE, SOCKET_DIR_ENV, device_class, main_gpus
-from dgd.domain.render.gpu_count import is_gpu_resource
+from dgd.domain.render.gms import (
+    SERVER_MODULE,
+    SOCKET_DIR_ENV,
+    device_class,
+    main_gpus,
+    tolerate_gpu_taint,
+    without_scalar_gpus,
+)
 from dgd.domain.render.pod_serialization import go_shape
 from dgd.domain.roles import Role, failover_mode, gms_mode
 from dgd.messages.component import ComponentSpec
@@ -150,18 +156,8 @@ def _with_shared_directory(pod: JSON, rank: int) -> JSON:
     """No scalar GPUs (the shared claim has them), the GPU toleration, and the rank's host directory
     mounted in the first container and opened up by an init container."""
     container = pod["containers"][0]
-    resources = dict(container.get("resources") or {})
-    for section in ("limits", "requests"):
-        kept = {k: v for k, v in (resources.get(section) or {}).items() if not is_gpu_resource(str(k))}
-        if kept:
-            resources[section] = kept
-        else:
-            resources.pop(section, None)
-    container["resources"] = resources
-    tolerations = list(pod.get("tolerations") or [])
-    if not any(t.get("key") == GPU_TAINT and t.get("effect") == "NoSchedule" for t in tolerations):
-        tolerations.append({"key": GPU_TAINT, "operator": "Exists", "effect": "NoSchedule"})
-    pod["tolerations"] = tolerations
+    container["resources"] = without_scalar_gpus(container.get("resources"))
+    tolerate_gpu_taint(pod)
     volume = {"name": VOLUME, "hostPath": {"path": HOST_PATH, "type": "DirectoryOrCreate"}}
     pod["volumes"] = [*(pod.get("volumes") or []), volume]
     mount = {

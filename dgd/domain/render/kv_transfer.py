@@ -29,8 +29,7 @@ from msgspec import structs
 
 from dgd.domain.admission.lookups import binding_levels
 from dgd.domain.pod_merge import JSON, merge_env
-from dgd.domain.podtemplate import main_container
-from dgd.domain.render.component_defaults import MAIN_CONTAINER
+from dgd.domain.podtemplate import with_main_container
 from dgd.domain.render.errors import RenderError
 from dgd.messages.component import WORKER_TYPES, ComponentSpec
 from dgd.messages.dgd import DynamoGraphDeployment, KvTransferPolicy
@@ -95,15 +94,7 @@ def with_policy(component: ComponentSpec, policy: KvTransferPolicy, domains: Seq
     ``domains`` are the binding's levels (``binding_domains``); unused with a ``labelKey`` source.
     """
     template: JSON = copy.deepcopy(component.pod_template or {})
-    spec = dict(template.get("spec") or {})
-    containers = [dict(c) for c in spec.get("containers") or [] if isinstance(c, dict)]
-    found = main_container({"spec": {"containers": containers}})
-    if found is None:
-        containers.insert(0, {"name": MAIN_CONTAINER})
-        index = 0
-    else:
-        index = found[0]
-    main = containers[index]
+    spec, main = with_main_container(template)
     kept = [e for e in main.get("env") or [] if isinstance(e, dict) and e.get("name") not in _POLICY_ENV]
     main["env"] = merge_env(kept, _env(policy))
     mounts = [
@@ -114,7 +105,6 @@ def with_policy(component: ComponentSpec, policy: KvTransferPolicy, domains: Seq
     main["volumeMounts"] = [*mounts, {"name": VOLUME, "readOnly": True, "mountPath": MOUNT_PATH}]
     volumes = [v for v in spec.get("volumes") or [] if isinstance(v, dict) and v.get("name") != VOLUME]
     spec["volumes"] = [*volumes, {"name": VOLUME, "downwardAPI": {"items": _items(policy, domains)}}]
-    spec["containers"] = containers
     template["spec"] = spec
     return structs.replace(component, pod_template=template)
 

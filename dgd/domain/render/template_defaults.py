@@ -13,10 +13,9 @@ from msgspec import structs
 
 from dgd.domain.metadata_keys import PROPAGATED_ANNOTATIONS
 from dgd.domain.pod_merge import JSON, merge_env
-from dgd.domain.podtemplate import main_container
+from dgd.domain.podtemplate import main_container, with_main_container
 from dgd.domain.render.backends import Backend
 from dgd.domain.render.command_line import DetectionError, detect_framework
-from dgd.domain.render.component_defaults import MAIN_CONTAINER
 from dgd.domain.render.errors import RenderError
 from dgd.messages.component import WORKER_TYPES, ComponentSpec
 from dgd.messages.dgd import DynamoGraphDeployment
@@ -49,16 +48,8 @@ def apply_template_defaults(component: ComponentSpec, dgd: DynamoGraphDeployment
     template: JSON = copy.deepcopy(component.pod_template or {})
     # Graph env goes under the main container's env (created first in the list if missing).
     if dgd.spec.env:
-        spec = dict(template.get("spec") or {})
-        containers = [dict(c) for c in spec.get("containers") or [] if isinstance(c, dict)]
-        found = main_container({"spec": {"containers": containers}})
-        if found is None:
-            containers.insert(0, {"name": MAIN_CONTAINER})
-            index = 0
-        else:
-            index = found[0]
-        containers[index]["env"] = merge_env(dgd.spec.env, containers[index].get("env") or [])
-        spec["containers"] = containers
+        spec, main = with_main_container(template)
+        main["env"] = merge_env(dgd.spec.env, main.get("env") or [])
         template["spec"] = spec
     # Low-priority metadata: propagated DGD annotations, then the graph's annotations and labels.
     annotations = template_metadata(template, "annotations")

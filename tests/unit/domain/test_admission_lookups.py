@@ -13,6 +13,7 @@ from dgd.domain.admission.lookups import BindingRead, ClusterLookups, Wanted, wa
 from dgd.domain.admission.update import validate_update
 from dgd.domain.admission.validation import admit
 from dgd.messages.dgd import DynamoGraphDeployment
+from tests.unit.manifests import EPP_CONFIG_MAP_REF
 
 # A binding's levels, broad to narrow (the real CRD: grove.io_clustertopologybindings.yaml).
 LEVELS = BindingRead(levels=("zone", "rack", "host"))
@@ -35,14 +36,7 @@ def _dgd(**spec: Any) -> dict[str, Any]:
 
 def _epp() -> dict[str, Any]:
     document = _dgd()
-    document["spec"]["components"].append(
-        {
-            "name": "epp",
-            "type": "epp",
-            "eppConfig": {"configMapRef": {"name": "c", "key": "k"}},
-            "podTemplate": {"spec": {"containers": [{"name": "main", "image": "epp:1.4.0"}]}},
-        }
-    )
+    document["spec"]["components"].append(copy.deepcopy(EPP_CONFIG_MAP_REF))
     return document
 
 

@@ -3,6 +3,7 @@ serves it (supplement §4.4 item 7), the ClusterTopologyBinding read from the st
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.resources import CLUSTER_TOPOLOGY_BINDING, DGD
 from dgd.domain.admission.webhooks import AdmissionSettings
 from dgd.sim.admission import webhook_chain
+from tests.unit.manifests import EPP_CONFIG_MAP_REF
 
 pytestmark = pytest.mark.anyio
 
@@ -38,14 +40,7 @@ def _dgd(**spec: Any) -> dict[str, Any]:
 async def test_an_epp_dgd_is_refused_unless_the_world_serves_the_inference_pool_group() -> None:
     # given an EPP DGD, and two clusters with the webhooks: one serving inference.networking.k8s.io
     document = _dgd()
-    document["spec"]["components"].append(
-        {
-            "name": "epp",
-            "type": "epp",
-            "eppConfig": {"configMapRef": {"name": "c", "key": "k"}},
-            "podTemplate": {"spec": {"containers": [{"name": "main", "image": "epp:1.4.0"}]}},
-        }
-    )
+    document["spec"]["components"].append(copy.deepcopy(EPP_CONFIG_MAP_REF))
     bare = MemoryCluster(namespaces=["team-a"], admission=webhook_chain(SETTINGS, served_groups=("v1",)))
     groups = ("v1", "inference.networking.k8s.io/v1")
     serving = MemoryCluster(namespaces=["team-a"], admission=webhook_chain(SETTINGS, served_groups=groups))

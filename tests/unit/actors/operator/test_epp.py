@@ -13,21 +13,11 @@ from dgd.cluster.resources import CLUSTER_ROLE, CONFIG_MAP, DESTINATION_RULE, IN
 from dgd.domain.gates import Gates
 from dgd.messages.config import IstioConfig, NamespaceConfig, OperatorConfig, RBACConfig, ServiceMeshConfig
 from tests.unit.actors.operator.harness import NS, manifest, running_operator
+from tests.unit.manifests import EPP_INLINE
 
 pytestmark = pytest.mark.anyio
 
-EPP = {
-    "name": "Epp",
-    "type": "epp",
-    "replicas": 1,
-    "eppConfig": {
-        "config": {
-            "plugins": [{"type": "max-score-picker"}],
-            "schedulingProfiles": [{"name": "default", "plugins": [{"pluginRef": "max-score-picker"}]}],
-        }
-    },
-    "podTemplate": {"spec": {"containers": [{"name": "main", "image": "epp:1.5.0"}]}},
-}
+EPP = EPP_INLINE
 EPP_ROLE = "dynamo-operator-epp"
 ISTIO = ServiceMeshConfig(provider="istio", istio=IstioConfig())
 

@@ -49,6 +49,15 @@ class AnsweredRequests(ClusterProxy):
         return result
 
 
+class Recording(list[AnsweredRequests]):
+    """A ``proxy`` for ``running_operator``: each client it wraps counts its requests (``[0]``: the
+    operator's)."""
+
+    def __call__(self, inner: Cluster) -> Cluster:
+        self.append(AnsweredRequests(inner))
+        return self[-1]
+
+
 class Finished:
     """Counts the reconciles that finished, by DGD name."""
 
@@ -76,13 +85,8 @@ async def _create_at_once(cluster: Cluster, names: list[str]) -> None:
 
 async def test_concurrent_reconciles_in_one_namespace_send_no_request_answered_not_found_or_exists() -> None:
     # Given the operator watching a cluster with Grove, and eight DGDs created in one namespace at once.
-    recorded: list[AnsweredRequests] = []
-
-    def record(inner: Cluster) -> Cluster:
-        recorded.append(AnsweredRequests(inner))
-        return recorded[-1]
-
-    async with running_operator(proxy=record) as harness:
+    recorded = Recording()
+    async with running_operator(proxy=recorded) as harness:
         names = [f"graph-{i}" for i in range(8)]
         await _create_at_once(harness.cluster, names)
         await harness.settle()
@@ -102,13 +106,8 @@ async def test_concurrent_reconciles_in_one_namespace_send_no_request_answered_n
 
 async def test_a_new_dgd_has_its_own_metadata_written_in_one_patch() -> None:
     # Given the operator watching a cluster with Grove.
-    recorded: list[AnsweredRequests] = []
-
-    def record(inner: Cluster) -> Cluster:
-        recorded.append(AnsweredRequests(inner))
-        return recorded[-1]
-
-    async with running_operator(proxy=record) as harness:
+    recorded = Recording()
+    async with running_operator(proxy=recorded) as harness:
         # When a DGD is created and reconciled until its children are ready.
         await harness.apply(manifest())
         await harness.grove_realizes()
@@ -127,11 +126,7 @@ async def test_a_new_dgd_has_its_own_metadata_written_in_one_patch() -> None:
 
 async def test_an_operator_starting_over_existing_dgds_reads_no_child_from_the_api() -> None:
     # Given eight DGDs created before the operator starts (their children not created yet).
-    recorded: list[AnsweredRequests] = []
-
-    def record(inner: Cluster) -> Cluster:
-        recorded.append(AnsweredRequests(inner))
-        return recorded[-1]
+    recorded = Recording()
 
     names = [f"graph-{i}" for i in range(8)]
 
@@ -139,7 +134,7 @@ async def test_an_operator_starting_over_existing_dgds_reads_no_child_from_the_a
         await _create_at_once(cluster, names)
 
     # When the operator starts and reconciles them.
-    async with running_operator(proxy=record, before=existing) as harness:
+    async with running_operator(proxy=recorded, before=existing) as harness:
         await harness.settle()
 
         # Then every graph got its PodCliqueSet.
@@ -153,13 +148,9 @@ async def test_an_operator_starting_over_existing_dgds_reads_no_child_from_the_a
 
 async def test_a_new_dgd_on_the_component_pathway_has_its_own_metadata_written_in_one_patch() -> None:
     # Given the operator watching a cluster without Grove (DGDs run on DCDs).
-    recorded: list[AnsweredRequests] = []
+    recorded = Recording()
 
-    def record(inner: Cluster) -> Cluster:
-        recorded.append(AnsweredRequests(inner))
-        return recorded[-1]
-
-    async with running_operator(proxy=record, gates=Gates(grove=False)) as harness:
+    async with running_operator(proxy=recorded, gates=Gates(grove=False)) as harness:
         # When a DGD is created and reconciled (its DCDs written).
         await harness.apply(manifest())
         await harness.advance(1.0)
@@ -182,16 +173,12 @@ def _multinode(name: str) -> dict[str, Any]:
 
 async def test_multinode_graphs_created_at_once_make_one_key_secret_and_read_it_once_a_period() -> None:
     # Given a cluster without the MPI key Secret, and four multinode graphs created in one namespace at once.
-    recorded: list[AnsweredRequests] = []
-
-    def record(inner: Cluster) -> Cluster:
-        recorded.append(AnsweredRequests(inner))
-        return recorded[-1]
+    recorded = Recording()
 
     finished: Counter[str] = Counter()
     reconciles = Finished(finished)
 
-    async with running_operator(proxy=record, mpi_secret=False, reconciles=reconciles) as harness:
+    async with running_operator(proxy=recorded, mpi_secret=False, reconciles=reconciles) as harness:
         names = [f"graph-{i}" for i in range(4)]
         for name in names:
             await harness.cluster.create(DGD, msgspec.convert(_multinode(name), DynamoGraphDeployment))
@@ -218,13 +205,8 @@ async def test_multinode_graphs_created_at_once_make_one_key_secret_and_read_it_
 
 async def test_a_podcliqueset_is_cached_without_pod_specs_and_read_whole_only_to_patch_its_spec() -> None:
     # Given the operator watching a cluster with Grove, and a DGD whose PodCliqueSet is ready.
-    recorded: list[AnsweredRequests] = []
-
-    def record(inner: Cluster) -> Cluster:
-        recorded.append(AnsweredRequests(inner))
-        return recorded[-1]
-
-    async with running_operator(proxy=record) as harness:
+    recorded = Recording()
+    async with running_operator(proxy=recorded) as harness:
         await harness.apply(manifest())
         await harness.grove_realizes()
         await harness.advance(1.0)
