@@ -111,6 +111,18 @@ class User:
     async def until_successful(self, name: str) -> None:
         await self.until(name, lambda d: d.status is not None and d.status.state == "successful")
 
+    async def until_gone(self, key: Any) -> None:
+        """Wait until the object ``key`` names is gone (the operator deleted it)."""
+
+        async def gone() -> bool:
+            try:
+                await self.client.get(key)
+            except NotFound:
+                return True
+            return False
+
+        await self.sim.until(gone, timeout=WAIT)
+
     async def edit(self, name: str, change: Callable[[dict[str, Any]], None]) -> None:
         """Read, change and write the DGD's spec back (again on a conflict), as kubectl edit does."""
         while True:
@@ -234,14 +246,7 @@ async def component_graph(user: User) -> None:
 
     await user.edit(name, no_adapter)
 
-    async def adapter_gone() -> bool:
-        try:
-            await user.client.get(adapter)
-        except NotFound:
-            return True
-        return False
-
-    await user.sim.until(adapter_gone, timeout=WAIT)
+    await user.until_gone(adapter)
 
 
 async def multinode_graph(user: User) -> None:
@@ -344,14 +349,7 @@ async def endpoint_picker(user: User) -> None:
     await user.client.create(DESTINATION_RULE.as_raw(), rule)
     await _nudge(user, grove)
 
-    async def rule_gone() -> bool:
-        try:
-            await user.client.get(DESTINATION_RULE.as_raw().key(USER_NS, f"{grove}-epp"))
-        except NotFound:
-            return True
-        return False
-
-    await user.sim.until(rule_gone, timeout=WAIT)
+    await user.until_gone(DESTINATION_RULE.as_raw().key(USER_NS, f"{grove}-epp"))
 
 
 async def endpoint_picker_in_a_mesh(user: User) -> None:
@@ -397,14 +395,7 @@ async def gpu_memory_service(user: User) -> None:
 
     await user.edit(names[0], without_gms)
 
-    async def template_gone() -> bool:
-        try:
-            await user.client.get(template)
-        except NotFound:
-            return True
-        return False
-
-    await user.sim.until(template_gone, timeout=WAIT)
+    await user.until_gone(template)
 
 
 async def webhook_certificates(user: User) -> None:
