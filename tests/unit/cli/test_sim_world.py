@@ -68,6 +68,16 @@ async def wait_for(check: Any, seconds: float) -> None:
             await anyio.sleep(0.1)
 
 
+def _world(kubeconfig: Path, *flags: str) -> subprocess.Popen[str]:
+    """``dgd-operator sim world`` on ``kubeconfig`` with the fast timings, its output in one pipe."""
+    return subprocess.Popen(
+        [str(EXECUTABLE), "sim", "world", "--kubeconfig", str(kubeconfig), *FAST, *flags],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
 async def test_sim_world_brings_the_aggregated_example_to_successful_over_http(tmp_path: Path) -> None:
     # given the facade serving a cluster with no controller, and a kubeconfig for it
     server = await facade_cluster()
@@ -75,12 +85,7 @@ async def test_sim_world_brings_the_aggregated_example_to_successful_over_http(t
     async with serve(Facade(server, resources=RESOURCES)) as url:
         write_kubeconfig(kubeconfig, url)
         # and `sim world` running against it, and the operator over the kube adapter
-        world = subprocess.Popen(
-            [str(EXECUTABLE), "sim", "world", "--kubeconfig", str(kubeconfig), *FAST],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        world = _world(kubeconfig)
         try:
             async with await KubeCluster.from_config(kubeconfig, qps=None) as kube:
                 config = effective_config(
@@ -128,21 +133,7 @@ async def test_sim_world_in_one_namespace_leaves_the_others_alone(tmp_path: Path
     async with serve(Facade(server, resources=RESOURCES)) as url:
         write_kubeconfig(kubeconfig, url)
         # when `sim world` runs for one of them
-        world = subprocess.Popen(
-            [
-                str(EXECUTABLE),
-                "sim",
-                "world",
-                "--kubeconfig",
-                str(kubeconfig),
-                "--namespace",
-                "default",
-                *FAST,
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        world = _world(kubeconfig, "--namespace", "default")
         try:
 
             async def started() -> bool:
@@ -210,12 +201,7 @@ async def test_sim_world_registers_nvidias_gpu_device_class_where_dra_is_served(
     async with serve(Facade(server, resources=RESOURCES)) as url:
         write_kubeconfig(kubeconfig, url)
         # when `sim world` runs against it
-        world = subprocess.Popen(
-            [str(EXECUTABLE), "sim", "world", "--kubeconfig", str(kubeconfig), *FAST],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        world = _world(kubeconfig)
         try:
             # then it registers gpu.nvidia.com, as NVIDIA's GPU DRA driver does on a GPU cluster
             async def registered() -> bool:
