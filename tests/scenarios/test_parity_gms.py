@@ -17,37 +17,37 @@ EXAMPLES = DYNAMO / "examples" / "backends" / "vllm" / "deploy"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "parity" / "gms"
 
 
-@pytest.mark.parametrize("path", [EXAMPLES / "agg_failover.yaml", EXAMPLES / "v1beta1" / "agg_failover.yaml"])
-def test_agg_failover_reaches_successful_on_grove(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # given upstream's failover example (v1alpha1 or v1beta1); when it is applied until ready
-    code = main(["sim", "apply", str(path), "--until-ready"])
-
-    # then it is successful, its worker's claim template made before its PodCliqueSet
-    out = capsys.readouterr().out
-    assert code == 0
-    assert "default/vllm-agg-failover  successful" in out
-    template = out.index("Created ResourceClaimTemplate default/vllm-agg-failover-vllmworker-gpu")
-    assert template < out.index("Created PodCliqueSet default/vllm-agg-failover")
-
-
-def test_agg_failover_reaches_successful_on_the_component_pathway(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("path", "pathway", "child"),
+    [
+        ("agg_failover.yaml", "grove", "PodCliqueSet default/vllm-agg-failover"),
+        ("v1beta1/agg_failover.yaml", "grove", "PodCliqueSet default/vllm-agg-failover"),
+        (
+            "v1beta1/agg_failover.yaml",
+            "component",
+            "DynamoComponentDeployment default/vllm-agg-failover-frontend",
+        ),
+    ],
+)
+def test_agg_failover_reaches_successful(
+    path: str, pathway: str, child: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # given the v1beta1 failover example opting out of Grove
-    (document,) = load_documents(EXAMPLES / "v1beta1" / "agg_failover.yaml")
-    document["metadata"]["annotations"]["nvidia.com/enable-grove"] = "false"
+    # given upstream's failover example (v1alpha1 or v1beta1), on Grove or opting out of it
+    (document,) = load_documents(EXAMPLES / path)
+    if pathway == "component":
+        document["metadata"]["annotations"]["nvidia.com/enable-grove"] = "false"
     manifest = tmp_path / "agg_failover.yaml"
     manifest.write_text(yaml.safe_dump(document), encoding="utf-8")
 
     # when it is applied until ready
     code = main(["sim", "apply", str(manifest), "--until-ready"])
 
-    # then it is successful through its DCDs, the claim template made first
+    # then it is successful, its worker's claim template made before the pathway's first child
     out = capsys.readouterr().out
     assert code == 0
     assert "default/vllm-agg-failover  successful" in out
     template = out.index("Created ResourceClaimTemplate default/vllm-agg-failover-vllmworker-gpu")
-    assert template < out.index("Created DynamoComponentDeployment default/vllm-agg-failover-frontend")
+    assert template < out.index(f"Created {child}")
 
 
 @pytest.mark.parametrize("graph", ["inter_pod_failover", "inter_pod_multinode"])
