@@ -163,7 +163,9 @@ async def test_deployment_scale_reports_its_label_selector_in_string_form(cluste
     scale = await cluster.get_scale(DEPLOYMENT.key(NS, "web"))
 
     assert scale.spec.replicas == 2
-    assert scale.status is not None and scale.status.replicas == 0  # status was dropped on create
+    # status was dropped on create (0), unless a deployment controller already counted the pods of its
+    # ReplicaSet (2): the real tier runs kube-controller-manager, whose write may come first
+    assert scale.status is not None and scale.status.replicas in (0, 2)
     assert scale.status.selector == "app=web,tier in (edge,web)"
 
 
