@@ -12,7 +12,7 @@ usage error or a file that cannot be read (``--config``, the kubeconfig), 130 in
 starting.
 
 This module is the command line: it imports ``dgd.daemon`` and, only when it runs, the kube adapter.
-Over 400 lines: every flag of ``run`` with its help, config key and check, as ``--help`` shows them.
+The flags themselves, with their help and defaults, are in :mod:`dgd.cli.run_flags`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ import msgspec
 import yaml
 from prometheus_client import disable_created_metrics
 
-from dgd.actors.workers import DEFAULT_WORKERS
 from dgd.cli.exits import EXIT_FAILED, Invalid, Usage, cluster_problem, wire
 from dgd.cli.inputs import (
     POD_NAMESPACE_FILE,
@@ -42,6 +41,13 @@ from dgd.cli.inputs import (
     parse_config,
     read_text,
     writable,
+)
+from dgd.cli.run_flags import (
+    DEFAULT_LEASE_NAME,
+    add_cluster_flags,
+    add_election_flags,
+    add_process_flags,
+    add_serving_flags,
 )
 from dgd.cli.run_webhooks import add_webhook_flags, webhook_settings
 from dgd.cluster.errors import ClusterError
@@ -55,7 +61,6 @@ from dgd.daemon.servers import AddressError, parse_address
 from dgd.domain.gates import GateError, effective_config, resolve_gates, served_apis
 from dgd.messages.config import RELEASE_NAMESPACE, OperatorConfig
 
-DEFAULT_LEASE_NAME = "dgd-operator"
 #: Seconds within which a second stop signal is taken for a copy of the first.
 DUPLICATE_SIGNAL = 1.0
 
@@ -74,127 +79,16 @@ def add_command(commands: Any) -> None:
         help="run the operator against a Kubernetes cluster (the in-cluster daemon)",
         description=DESCRIPTION,
     )
-    _add_cluster_flags(run.add_argument_group("cluster"))
-    _add_serving_flags(run.add_argument_group("metrics and probes"))
+    add_cluster_flags(run.add_argument_group("cluster"))
+    add_serving_flags(run.add_argument_group("metrics and probes"))
     add_webhook_flags(run.add_argument_group("admission and conversion webhooks"))
-    _add_election_flags(run.add_argument_group("leader election"))
-    _add_process_flags(run.add_argument_group("process"))
+    add_election_flags(run.add_argument_group("leader election"))
+    add_process_flags(run.add_argument_group("process"))
     wire(
         run,
         _run,
         ok="stopped by SIGTERM or SIGINT",
         failed="lease lost, operator failed, or the cluster unreachable or refusing to start it",
-    )
-
-
-def _add_cluster_flags(cluster: Any) -> None:
-    cluster.add_argument(
-        "--kubeconfig",
-        metavar="PATH",
-        help="kubeconfig file to reach the API server "
-        "(default: $KUBECONFIG, else the in-cluster service account)",
-    )
-    cluster.add_argument(
-        "--namespace",
-        action="append",
-        metavar="NS",
-        help="watch only this namespace; repeat the flag to watch several (namespace-restricted mode: "
-        "no cluster-scoped RBAC is written or needed). Given, the flags replace the config's "
-        "namespace.restricted; default: that key's one namespace if set, else every namespace",
-    )
-    cluster.add_argument(
-        "--qps", type=float, default=20.0, help="client-side rate limit, requests per second (default 20)"
-    )
-    cluster.add_argument("--burst", type=int, default=30, help="client-side rate limit burst (default 30)")
-    cluster.add_argument(
-        "--max-concurrent-reconciles",
-        type=int,
-        default=DEFAULT_WORKERS,
-        metavar="N",
-        help="how many DGDs are reconciled at once; the others wait their turn, DGDs reconciled before "
-        f"ahead of new ones, otherwise first come first served (default {DEFAULT_WORKERS})",
-    )
-    cluster.add_argument("--config", metavar="FILE", type=Path, help="operator configuration file (YAML)")
-
-
-def _add_serving_flags(serving: Any) -> None:
-    serving.add_argument(
-        "--metrics-addr",
-        metavar="[HOST]:PORT",
-        help="where /metrics is served, 0 to turn it off (config: server.metrics; default :8080)",
-    )
-    serving.add_argument(
-        "--probe-addr",
-        metavar="[HOST]:PORT",
-        help="where /healthz and /readyz are served, 0 to turn them off "
-        "(config: server.healthProbe; default :8081)",
-    )
-
-
-def _add_election_flags(election: Any) -> None:
-    election.add_argument(
-        "--leader-elect",
-        action=argparse.BooleanOptionalAction,
-        help="run only while holding the lease, so replicas can stand by (config: leaderElection.enabled; "
-        "default on)",
-    )
-    election.add_argument(
-        "--lease-name",
-        metavar="NAME",
-        help=f"name of the Lease (config: leaderElection.id; default {DEFAULT_LEASE_NAME})",
-    )
-    election.add_argument(
-        "--lease-namespace",
-        metavar="NS",
-        help="namespace of the Lease (config: leaderElection.namespace; default: the pod's namespace, else "
-        f"{RELEASE_NAMESPACE})",
-    )
-    election.add_argument(
-        "--lease-duration",
-        default="15s",
-        metavar="DURATION",
-        help="how long standbys wait before taking a lease that was not renewed (default 15s)",
-    )
-    election.add_argument(
-        "--renew-deadline",
-        default="10s",
-        metavar="DURATION",
-        help="how long the leader keeps trying to renew before it stops all work and exits (default 10s)",
-    )
-    election.add_argument(
-        "--retry-period",
-        default="2s",
-        metavar="DURATION",
-        help="how often candidates try the lease (default 2s)",
-    )
-
-
-def _add_process_flags(process: Any) -> None:
-    process.add_argument(
-        "--log-format", choices=FORMATS, help="log line format (config: logging.format; default json)"
-    )
-    process.add_argument(
-        "--log-level", choices=LEVELS, help="lowest level logged (config: logging.level; default info)"
-    )
-    process.add_argument(
-        "--shutdown-timeout",
-        default="30s",
-        metavar="DURATION",
-        help="on SIGTERM, how long in-flight reconciles may take to finish before they are cancelled "
-        "(default 30s)",
-    )
-    process.add_argument(
-        "--record",
-        metavar="FILE",
-        type=Path,
-        help="write what users do to the cluster's graphs while this runs as a trace that `dgd-operator "
-        "sim replay` replays (DGD and adapter changes the operator did not make); written when the "
-        "daemon stops",
-    )
-    process.add_argument(
-        "--instance",
-        metavar="ID",
-        help="this replica's identity in the Lease and in Events (default: HOSTNAME-PID)",
     )
 
 

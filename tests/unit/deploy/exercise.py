@@ -28,6 +28,7 @@ from typing import Any
 import anyio
 import msgspec
 
+from dgd.actors.sync import owner_reference
 from dgd.cluster.errors import AlreadyExists, Conflict, NotFound
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import (
@@ -333,13 +334,7 @@ async def endpoint_picker(user: User) -> None:
     await _repaired(user, INFERENCE_POOL, f"{grove}-pool", "targetPorts", [{"number": 9999}], grove)
     owner = await user.dgd(grove)
     assert owner is not None
-    reference = {
-        "apiVersion": "nvidia.com/v1beta1",
-        "kind": "DynamoGraphDeployment",
-        "name": owner.metadata.name,
-        "uid": owner.metadata.uid,
-        "controller": True,
-    }
+    reference = owner_reference(owner)
     rule = {
         "apiVersion": "networking.istio.io/v1beta1",
         "kind": "DestinationRule",
@@ -478,13 +473,7 @@ async def tampered_children(user: User) -> None:
     # Strays: a Service, an Ingress and a VirtualService the Grove graph controls but does not render.
     owner = await user.dgd("grove-agg")
     assert owner is not None
-    reference = {
-        "apiVersion": "nvidia.com/v1beta1",
-        "kind": "DynamoGraphDeployment",
-        "name": owner.metadata.name,
-        "uid": owner.metadata.uid,
-        "controller": True,
-    }
+    reference = owner_reference(owner)
     stray_service = {
         "apiVersion": "v1",
         "kind": "Service",

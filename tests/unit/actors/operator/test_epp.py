@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from dgd.actors.sync import owner_reference
 from dgd.cluster.errors import NotFound, ServerError
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.resources import CLUSTER_ROLE, CONFIG_MAP, DESTINATION_RULE, INFERENCE_POOL, ROLE_BINDING
@@ -144,13 +145,7 @@ async def test_with_the_istio_gate_off_only_a_destination_rule_the_graph_control
         dgd = await op.apply(with_epp())
         assert (await op.dgd()).status.state == "pending"  # type: ignore[union-attr]
         # and a DestinationRule it controls (left from when the mesh was on), then one of someone else's
-        reference = {
-            "apiVersion": "nvidia.com/v1beta1",
-            "kind": "DynamoGraphDeployment",
-            "name": "demo",
-            "uid": dgd.metadata.uid,
-            "controller": True,
-        }
+        reference = owner_reference(dgd)
         rule = {
             "apiVersion": "networking.istio.io/v1beta1",
             "kind": "DestinationRule",
