@@ -3,16 +3,23 @@
 Per N, a fresh control plane of the real-server test tier (``tests/real/controlplane.py``: etcd,
 kube-apiserver and kube-controller-manager, the build of ``hack/kube/build.sh``), with an audit log
 of request metadata (see below) and a /16 service range (the tier's /24 holds 254 ClusterIPs, and each
-DGD here makes two Services). Steps:
+DGD here makes two Services); ``real_plane.py``. Steps:
 
 1. The CRDs of ``deploy/crds`` (ours and Grove's) and the chart's cluster-wide RBAC
    (``deploy/rbac/cluster-wide.yaml``, which holds the planner ClusterRole the operator binds) are
    applied; namespaces ``dynamo-system`` (the operator's Lease) and a fresh one for the DGDs.
 2. The stand-in Grove (``standin_grove.py``: PodCliques ready ``--grove-delay`` seconds after they
-   are written, no pods) runs in this process, and ``dgd-operator run --qps Q --burst B`` as a
-   subprocess on the plane's admin kubeconfig, the rest default except: webhooks off
-   (``--webhook-addr 0``: nothing registers them outside a pod anyway), metrics and probes on free
-   loopback ports. Once it answers ``/readyz``, ``--idle`` seconds pass, then the baseline is read.
+   are written, no pods) runs in this process, and the operator as a subprocess on the plane's admin
+   kubeconfig (``operators.py``). ``--operator dgd`` (the default): ``dgd-operator run --qps Q
+   --burst B``, the rest default except webhooks off (``--webhook-addr 0``: nothing registers them
+   outside a pod anyway), metrics and probes on free loopback ports; ready when ``/readyz`` answers.
+   ``--operator kopf``: the minimal kopf operator of ``kopf_agg.py`` (issue 18's comparison: per DGD
+   kopf's finalizer, the provider annotation, one PodCliqueSet, status ``pending`` then
+   ``successful`` once its PodCliques are ready; no Services, RBAC or Events), run as ``kopf run
+   --standalone --all-namespaces --liveness=... bench/kopf_agg.py`` from ``bench/.kopf-venv`` (built
+   on first use from ``bench/kopf-constraints.txt``; kopf is no dependency of the project); ready
+   when its liveness endpoint answers (``--qps``, ``--burst`` and ``--operator-flag`` do not apply).
+   Then ``--idle`` seconds pass, and the baseline is read.
 3. N copies of upstream's ``examples/backends/vllm/deploy/agg.yaml`` (named ``vllm-agg-0000``...)
    are created by ``--concurrency`` (16) creators; a watch on the DGDs notes when each first has
    ``status.state == successful`` for its generation. Create-to-successful counts from just before
@@ -24,13 +31,16 @@ baseline to all-successful, per DGD; RSS (``/proc/<pid>/status``): baseline (no 
 (``VmHWM``) and settled (``VmRSS`` once the operator used no CPU for ``--quiet`` seconds after
 all-successful); requests by verb/resource/subresource/code, from the baseline to settled: all clients
 from the API server's ``apiserver_request_total`` (it has no client label), and the operator's alone
-from the audit log (its user agent; this script's client sends its own, and kube-controller-manager
-and kubectl theirs). Watches are counted when they end (both sources), so the operator's open watches
-do not show.
+from the audit log (its user agent: ``OpenAPI-Generator/...`` for dgd-operator, ``kopf...`` for kopf;
+this script's client sends its own, and kube-controller-manager and kubectl theirs), with the
+operator's writes of DGDs (and their status), PodCliqueSets and Events summed as issue 18's table
+counts them (``DGD+PCS+Ev writes``). Watches are counted when they end (both sources), so the
+operator's open watches do not show.
 
 Run from the repository root (the machine's other work shares its cores: say so with the numbers)::
 
     DGD_UPSTREAM_DIR=../shared/upstream .venv/bin/python bench/real.py --n 50 200 [--json out.json]
+    DGD_UPSTREAM_DIR=../shared/upstream .venv/bin/python bench/real.py --n 50 200 --operator kopf
 """
 
 from __future__ import annotations
@@ -39,17 +49,9 @@ import argparse
 import json
 import os
 import platform
-import re
-import signal
-import ssl
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
-from collections import Counter
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,62 +63,36 @@ import anyio  # noqa: E402
 import yaml  # noqa: E402
 from anyio.abc import TaskStatus  # noqa: E402
 from machine import command, cpu_model, python  # noqa: E402
-from request_counts import Request, clients, difference, from_audit, from_metrics, percentile  # noqa: E402
+from operators import (  # noqa: E402
+    KOPF_SCRIPT,
+    OPERATORS,
+    Launch,
+    cpu_seconds,
+    dgd_launch,
+    kopf_launch,
+    memory_mib,
+    running,
+    until_quiet,
+    until_ready,
+)
+from real_plane import NAMESPACE_NAME, AuditedControlPlane, admin, apiserver_metrics, prepared  # noqa: E402
+from request_counts import TABLE_WRITES, clients, difference, from_audit, percentile, writes  # noqa: E402
 from standin_grove import StandInGrove  # noqa: E402
 
-from dgd.cluster.errors import AlreadyExists  # noqa: E402
 from dgd.cluster.kube.adapter import KubeCluster  # noqa: E402
-from dgd.cluster.resources import DGD, NAMESPACE  # noqa: E402
-from tests.real.controlplane import SERVICE_CIDR, ControlPlane  # noqa: E402
+from dgd.cluster.resources import DGD  # noqa: E402
+from tests.real.controlplane import ControlPlane  # noqa: E402
 from tests.upstream import DYNAMO  # noqa: E402
 
-EXECUTABLE = Path(sys.executable).with_name("dgd-operator")
 EXAMPLE = DYNAMO / "examples" / "backends" / "vllm" / "deploy" / "agg.yaml"
 DGDS = DGD.as_raw()
-LEASE_NS = "dynamo-system"
-NAMESPACE_NAME = "bench"
-#: This script's user agent; the operator keeps kubernetes-asyncio's default.
-BENCH_AGENT = "dgd-bench-real"
-OPERATOR_AGENT = "OpenAPI-Generator/"
-AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: [RequestReceived, ResponseStarted]
-rules:
-- level: Metadata
-"""
-TICKS = os.sysconf("SC_CLK_TCK")
-#: Room for 65,534 ClusterIPs, the same first address (the apiserver's certificate names it).
-SERVICE_RANGE = "--service-cluster-ip-range=10.0.0.0/16"
-
-
-class AuditedControlPlane(ControlPlane):
-    """The tier's control plane, its API server also writing an audit log of request metadata, with a
-    service range for thousands of Services."""
-
-    def __init__(self, state_dir: Path) -> None:
-        super().__init__(state_dir)
-        self.audit_log = state_dir / "audit.log"
-        self.audit_policy = state_dir / "audit-policy.yaml"
-
-    def _apiserver_args(self) -> list[str]:
-        self.audit_policy.write_text(AUDIT_POLICY, encoding="utf-8")
-        # The tier's /24 holds 254 ClusterIPs; every DGD here makes two Services.
-        tier = f"--service-cluster-ip-range={SERVICE_CIDR}"
-        args = [SERVICE_RANGE if arg == tier else arg for arg in super()._apiserver_args()]
-        assert SERVICE_RANGE in args, "the tier's control plane no longer sets the service range"
-        return [
-            *args,
-            f"--audit-policy-file={self.audit_policy}",
-            f"--audit-log-path={self.audit_log}",
-            "--audit-log-format=json",
-            "--audit-log-mode=blocking",
-        ]
 
 
 @dataclass
 class Result:
     """One run's numbers (seconds, MiB, per-DGD counts)."""
 
+    operator: str
     n: int
     all_successful_s: float
     p50_s: float
@@ -128,127 +104,14 @@ class Result:
     peak_rss_mib: float
     settled_rss_mib: float
     operator_requests_per_dgd: float
+    #: The operator's writes of DGDs (and their status), PodCliqueSets and Events, per DGD.
+    table_writes_per_dgd: float
     all_requests_per_dgd: float
     load_before: float
     grove_writes: int
     clients: dict[str, int] = field(default_factory=dict)
     operator_requests: dict[str, int] = field(default_factory=dict)
     all_requests: dict[str, int] = field(default_factory=dict)
-
-
-# The operator process
-
-
-def cpu_seconds(pid: int) -> float:
-    """User plus system CPU seconds of the process (``/proc/<pid>/stat`` fields 14 and 15)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
-
-
-def memory_mib(pid: int, key: str) -> float:
-    """``VmRSS`` or ``VmHWM`` of the process, MiB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(f"{key}:"):
-            return int(line.split()[1]) / 1024
-    raise KeyError(key)
-
-
-@contextmanager
-def operator(kubeconfig: Path, log: Path, flags: list[str]) -> Iterator[subprocess.Popen[bytes]]:
-    """``dgd-operator run`` for the block; SIGTERM after it (SIGKILL if it does not exit in 30 s)."""
-    argv = [str(EXECUTABLE), "run", "--kubeconfig", str(kubeconfig), "--webhook-addr", "0",
-            "--metrics-addr", "127.0.0.1:0", "--probe-addr", "127.0.0.1:0", *flags]  # fmt: skip
-    with log.open("wb") as out:
-        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        yield process
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-
-
-async def until_ready(process: subprocess.Popen[bytes], log: Path, timeout: float = 120) -> None:
-    """Return once the operator's ``/readyz`` answers 200 (caches synced, leading)."""
-    deadline = time.monotonic() + timeout
-    port: int | None = None
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"the operator exited with {process.returncode}; see {log}")
-        if port is None and (found := re.search(rb"serving probes on port (\d+)", log.read_bytes())):
-            port = int(found.group(1))
-        if port is not None:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as reply:
-                    if reply.status == 200:
-                        return
-            except OSError:
-                pass
-        await anyio.sleep(0.2)
-    raise TimeoutError(f"the operator was not ready in {timeout:g}s; see {log}")
-
-
-async def until_quiet(pid: int, quiet: float, timeout: float) -> None:
-    """Return once the process used no CPU for ``quiet`` seconds (or after ``timeout``)."""
-    deadline = time.monotonic() + timeout
-    last, since = cpu_seconds(pid), time.monotonic()
-    while time.monotonic() < deadline and time.monotonic() - since < quiet:
-        await anyio.sleep(0.25)
-        now = cpu_seconds(pid)
-        if now != last:
-            last, since = now, time.monotonic()
-
-
-# The control plane
-
-
-def kubectl(plane: ControlPlane, *args: str) -> None:
-    assert plane.binaries.kubectl is not None, "no kubectl: build it with `make kube`"
-    subprocess.run([str(plane.binaries.kubectl), "--kubeconfig", str(plane.kubeconfig), *args],
-                   check=True, capture_output=True, timeout=120)  # fmt: skip
-
-
-def apiserver_metrics(plane: ControlPlane) -> Counter[Request]:
-    """The API server's request counters now (read as cluster admin)."""
-    context = ssl.create_default_context(cafile=str(plane.ca_cert))
-    context.load_cert_chain(str(plane.pki.admin.cert), str(plane.pki.admin.key))
-    with urllib.request.urlopen(f"{plane.server}/metrics", context=context, timeout=30) as reply:
-        return from_metrics(reply.read().decode())
-
-
-async def prepared(plane: ControlPlane, kube: KubeCluster) -> None:
-    """Our CRDs established and listable, the chart's cluster-wide RBAC, and the namespaces."""
-    for name in (LEASE_NS, NAMESPACE_NAME):
-        body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-        with suppress(AlreadyExists):
-            await kube.create(NAMESPACE, body)
-    crds = sorted((ROOT / "deploy" / "crds").glob("*.yaml"))
-    kubectl(plane, "apply", "--server-side", *[arg for crd in crds for arg in ("-f", str(crd))])
-    kubectl(plane, "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
-    kubectl(plane, "apply", "--server-side", "-f", str(ROOT / "deploy" / "rbac" / "cluster-wide.yaml"))
-    # An established CRD's storage still answers 429 ("storage is (re)initializing") for a moment.
-    names = [yaml.safe_load(crd.read_text(encoding="utf-8"))["metadata"]["name"] for crd in crds]
-    deadline = time.monotonic() + 60
-    while names:
-        names = [name for name in names if not listable(plane, name)]
-        if names and time.monotonic() > deadline:
-            raise TimeoutError(f"custom resources not listable after 60s: {names}")
-
-
-def listable(plane: ControlPlane, name: str) -> bool:
-    assert plane.binaries.kubectl is not None
-    argv = [str(plane.binaries.kubectl), "--kubeconfig", str(plane.kubeconfig), "get", name, "-A"]
-    return subprocess.run(argv, capture_output=True, timeout=60, check=False).returncode == 0
-
-
-@asynccontextmanager
-async def admin(plane: ControlPlane) -> AsyncIterator[KubeCluster]:
-    async with await KubeCluster.from_config(plane.kubeconfig, qps=None) as kube:
-        kube.api.user_agent = BENCH_AGENT
-        yield kube
 
 
 # The load
@@ -321,17 +184,24 @@ async def measure(n: int, args: argparse.Namespace, folder: Path) -> Result:
         plane.stop()
 
 
+def launched(plane: ControlPlane, args: argparse.Namespace) -> Launch:
+    """How to start the operator ``--operator`` names."""
+    if args.operator == "kopf":
+        return kopf_launch(plane.kubeconfig)
+    flags = ["--qps", str(args.qps), "--burst", str(args.burst), *args.operator_flag]
+    return dgd_launch(plane.kubeconfig, flags)
+
+
 async def _measure_on(
     plane: AuditedControlPlane, kube: KubeCluster, n: int, args: argparse.Namespace, folder: Path
 ) -> Result:
     grove, load = StandInGrove(kube, NAMESPACE_NAME, args.grove_delay), Load(kube, n, args.concurrency)
-    log = folder / "operator.log"
-    flags = ["--qps", str(args.qps), "--burst", str(args.burst), *args.operator_flag]
+    log, launch = folder / "operator.log", launched(plane, args)
     async with anyio.create_task_group() as tg:
         await tg.start(grove.run)
         await tg.start(load.watch)
-        with operator(plane.kubeconfig, log, flags) as process:
-            await until_ready(process, log)
+        with running(launch, log) as process:
+            await until_ready(process, launch, log)
             await anyio.sleep(args.idle)
             # The baseline: no DGD yet.
             load_before = os.getloadavg()[0]
@@ -354,9 +224,10 @@ async def _measure_on(
     with plane.audit_log.open("rb") as audit:
         audit.seek(audit0)
         lines = audit.read(audit1 - audit0).decode().splitlines()
-    ours = from_audit(lines, OPERATOR_AGENT)
+    ours = from_audit(lines, launch.agent)
     latencies = [load.done[name] - load.sent[name] for name in load.done]
     return Result(
+        operator=args.operator,
         n=n,
         all_successful_s=end - start,
         p50_s=percentile(latencies, 50),
@@ -368,6 +239,7 @@ async def _measure_on(
         peak_rss_mib=peak,
         settled_rss_mib=rss2,
         operator_requests_per_dgd=sum(ours.values()) / n,
+        table_writes_per_dgd=writes(ours, TABLE_WRITES) / n,
         all_requests_per_dgd=sum(everyone.values()) / n,
         load_before=load_before,
         grove_writes=grove.written,
@@ -386,18 +258,19 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
     print(f"  python:   {python()}")
     print(f"  machine:  {platform.machine()}, cpu_count() = {os.cpu_count()}, {cpu_model()}")
     print(f"  load:     {os.getloadavg()[0]:.2f} now (other work shares these cores)")
-    print(f"  operator: dgd-operator run --qps {args.qps} --burst {args.burst} --webhook-addr 0 "
-          f"{' '.join(args.operator_flag)}".rstrip())  # fmt: skip
+    print(f"  operator: {operator_line(args)}")
     print(f"  DGDs:     N x {EXAMPLE.relative_to(DYNAMO.parent)}, {args.concurrency} creates at a time; "
           f"stand-in Grove delay {args.grove_delay:g}s")  # fmt: skip
     print()
     print(f"{'N':>5} {'all s':>7} {'first s':>7} {'p50 s':>7} {'p95 s':>7} {'CPU ms/DGD':>10} "
-          f"{'(settled)':>9} {'op req/DGD':>10} {'all req/DGD':>11} {'base MiB':>8} {'peak MiB':>8} "
+          f"{'(settled)':>9} {'op req/DGD':>10} {'DGD+PCS+Ev writes':>17} {'all req/DGD':>11} "
+          f"{'base MiB':>8} {'peak MiB':>8} "
           f"{'settled MiB':>11} {'load':>5}")  # fmt: skip
     for r in results:
         print(f"{r.n:>5} {r.all_successful_s:>7.1f} {r.first_s:>7.1f} {r.p50_s:>7.1f} {r.p95_s:>7.1f} "
               f"{r.cpu_ms_per_dgd:>10.1f} {r.cpu_ms_per_dgd_settled:>9.1f} "
-              f"{r.operator_requests_per_dgd:>10.2f} {r.all_requests_per_dgd:>11.2f} "
+              f"{r.operator_requests_per_dgd:>10.2f} {r.table_writes_per_dgd:>17.2f} "
+              f"{r.all_requests_per_dgd:>11.2f} "
               f"{r.baseline_rss_mib:>8.1f} {r.peak_rss_mib:>8.1f} {r.settled_rss_mib:>11.1f} "
               f"{r.load_before:>5.2f}")  # fmt: skip
     for r in results:
@@ -410,6 +283,14 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
                   f"{r.all_requests.get(key, 0) / r.n:>8.2f}")  # fmt: skip
 
 
+def operator_line(args: argparse.Namespace) -> str:
+    if args.operator == "kopf":
+        return (f"kopf run --standalone --all-namespaces {KOPF_SCRIPT.relative_to(ROOT)} "
+                "(bench/.kopf-venv, bench/kopf-constraints.txt; Events off)")  # fmt: skip
+    return (f"dgd-operator run --qps {args.qps} --burst {args.burst} --webhook-addr 0 "
+            f"{' '.join(args.operator_flag)}").rstrip()  # fmt: skip
+
+
 def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -417,10 +298,13 @@ def arguments() -> argparse.Namespace:
     parser.add_argument(
         "--n", type=int, nargs="+", default=[50], help="DGD counts, one run each (default 50)"
     )
+    parser.add_argument("--operator", choices=OPERATORS, default="dgd",
+                        help="dgd: `dgd-operator run` (the default); kopf: the minimal kopf operator of "
+                        "bench/kopf_agg.py, from bench/.kopf-venv (built on first use)")  # fmt: skip
     parser.add_argument("--grove-delay", type=float, default=0.5, help="seconds to PodClique ready (0.5)")
     parser.add_argument("--concurrency", type=int, default=16, help="creates at a time (16)")
-    parser.add_argument("--qps", type=float, default=1000, help="the operator's --qps (1000)")
-    parser.add_argument("--burst", type=int, default=1000, help="the operator's --burst (1000)")
+    parser.add_argument("--qps", type=float, default=1000, help="dgd-operator's --qps (1000)")
+    parser.add_argument("--burst", type=int, default=1000, help="dgd-operator's --burst (1000)")
     parser.add_argument("--operator-flag", action="append", default=[], metavar="FLAG",
                         help="one more argument for `dgd-operator run`, written "
                         "--operator-flag=--max-concurrent-reconciles=20 (repeat)")  # fmt: skip
@@ -433,7 +317,11 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--keep", type=Path, metavar="DIR",
                         help="keep each run's state (logs, audit log, operator log) under DIR/n-<N>; "
                         "the processes are stopped either way")  # fmt: skip
-    return parser.parse_args()
+    args = parser.parse_args()
+    if args.operator == "kopf" and args.operator_flag:
+        parser.error(f"--operator-flag {args.operator_flag} is for `dgd-operator run`; "
+                     "--operator kopf runs bench/kopf_agg.py as it is")  # fmt: skip
+    return args
 
 
 def main() -> None:
@@ -443,7 +331,8 @@ def main() -> None:
         base = args.keep if args.keep is not None else Path(scratch)
         for n in args.n:
             results.append(anyio.run(measure, n, args, base / f"n-{n}"))
-            print(f"N={n}: all successful in {results[-1].all_successful_s:.1f}s", file=sys.stderr)
+            print(f"N={n} ({args.operator}): all successful in {results[-1].all_successful_s:.1f}s",
+                  file=sys.stderr)  # fmt: skip
     report(results, args)
     if args.json is not None:
         args.json.write_text(json.dumps([asdict(r) for r in results], indent=2) + "\n", encoding="utf-8")

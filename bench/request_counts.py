@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -88,6 +88,20 @@ def from_audit(lines: Iterable[str], user_agent_prefix: str) -> Counter[Request]
             Request(AUDIT_VERBS.get(verb, verb.upper()), ref["resource"], ref.get("subresource", ""), code)
         ] += 1
     return counts
+
+
+#: The verbs that write (``APPLY`` is a server-side apply PATCH).
+WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "APPLY", "DELETE"})
+#: What issue 18's table counts as "DGD + PCS + Event writes": writes of DGDs and their status,
+#: of PodCliqueSets and of Events (Services and RBAC objects left out).
+TABLE_WRITES = frozenset({"dynamographdeployments", "podcliquesets", "events"})
+
+
+def writes(counts: Mapping[Request, int], resources: Collection[str]) -> int:
+    """The write requests (any subresource, any code: every write sent) to ``resources``."""
+    return sum(
+        count for key, count in counts.items() if key.verb in WRITE_VERBS and key.resource in resources
+    )
 
 
 def clients(lines: Iterable[str]) -> Counter[str]:

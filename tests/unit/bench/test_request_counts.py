@@ -1,5 +1,6 @@
 """The pure helpers of ``bench/real.py``: request counts from the API server's metrics and audit log,
-and percentiles. No numbers of the benchmark itself are asserted anywhere."""
+the writes issue 18's table counts, and percentiles. No numbers of the benchmark itself are asserted
+anywhere."""
 
 from __future__ import annotations
 
@@ -9,7 +10,16 @@ from collections import Counter
 
 import pytest
 
-from bench.request_counts import Request, clients, difference, from_audit, from_metrics, percentile
+from bench.request_counts import (
+    TABLE_WRITES,
+    Request,
+    clients,
+    difference,
+    from_audit,
+    from_metrics,
+    percentile,
+    writes,
+)
 
 METRICS = """\
 # HELP apiserver_request_total [STABLE] Counter of apiserver requests.
@@ -81,6 +91,46 @@ def test_audit_counts_the_completed_requests_of_one_user_agent_with_metric_verbs
     )
     # and every client's completed requests are counted by its agent's name
     assert clients(lines) == Counter({"OpenAPI-Generator": 2, "kube-controller-manager": 1})
+
+
+def test_the_kopf_prefix_takes_in_kopf_and_the_client_of_its_handlers() -> None:
+    # given audit lines of kopf itself, of the kopf operator's client, and of the benchmark
+    lines = [
+        _audit("kopf/1.45.2", "patch", "dynamographdeployments", 200),
+        _audit("kopf-agg/1", "create", "podcliquesets", 201),
+        _audit("dgd-bench-real", "create", "dynamographdeployments", 201),
+    ]
+
+    # when the kopf operator's requests are counted, then both of its agents count and nothing else
+    assert from_audit(lines, "kopf") == Counter(
+        {
+            Request("PATCH", "dynamographdeployments", "", "200"): 1,
+            Request("POST", "podcliquesets", "", "201"): 1,
+        }
+    )
+
+
+def test_table_writes_count_every_write_of_dgds_sets_and_events_and_nothing_else() -> None:
+    # given an operator's requests: writes of the table's resources (one refused), reads, other writes
+    counts = Counter(
+        {
+            Request("PATCH", "dynamographdeployments", "", "200"): 2,
+            Request("PATCH", "dynamographdeployments", "status", "200"): 3,
+            Request("POST", "podcliquesets", "", "201"): 1,
+            Request("POST", "podcliquesets", "", "409"): 1,
+            Request("POST", "events", "", "201"): 6,
+            Request("GET", "podcliquesets", "", "200"): 4,
+            Request("WATCH", "dynamographdeployments", "", "200"): 1,
+            Request("POST", "services", "", "201"): 2,
+            Request("POST", "rolebindings", "", "201"): 1,
+        }
+    )
+
+    # when the table's writes are summed, then the status subresource and the refused create count,
+    # and reads, watches, Services and RBAC objects do not
+    assert writes(counts, TABLE_WRITES) == 2 + 3 + 1 + 1 + 6
+    # and another set of resources counts only its own writes
+    assert writes(counts, {"services"}) == 2
 
 
 def test_percentiles_interpolate_between_ranks() -> None:
