@@ -9,8 +9,10 @@ what the cache holds is answered from it (an absence is not known yet: the API i
 nobody watches are read from the API.
 
 What nothing here reads of a kind is not kept (``SLIM``: a PodClique's pod spec, Grove's copy of its
-template; a PodCliqueSet's pod specs, which the syncer reads whole when it must compare them), so a
-cache of thousands of objects does not hold them.
+template; a PodCliqueSet's pod specs; the bodies of the Services, Ingresses, ConfigMaps, ServiceAccounts
+and Roles the operator writes, of which reconciles read only the metadata; a RoleBinding keeps its
+``roleRef`` and ``subjects``), so a cache of thousands of objects does not hold them: the syncer reads
+an object whole when its bookkeeping says it must be compared (``Syncer.sync``).
 
 Everything runs on one event loop and every method is synchronous, so a read is always one
 consistent snapshot of one object.
@@ -27,7 +29,18 @@ import msgspec
 
 from dgd.cluster.errors import NotFound
 from dgd.cluster.protocol import Cluster
-from dgd.cluster.resources import PCLQ, PCS, ObjectKey, Resource
+from dgd.cluster.resources import (
+    CONFIG_MAP,
+    INGRESS,
+    PCLQ,
+    PCS,
+    ROLE,
+    ROLE_BINDING,
+    SERVICE,
+    SERVICE_ACCOUNT,
+    ObjectKey,
+    Resource,
+)
 from dgd.messages.grove import PodClique, PodCliqueSet
 from dgd.messages.meta import controller_of, identity
 
@@ -80,8 +93,34 @@ def _without_pod_specs(pcs: PodCliqueSet) -> PodCliqueSet:
     return msgspec.structs.replace(pcs, spec=spec)
 
 
+_ENVELOPE = frozenset({"apiVersion", "kind", "metadata"})
+
+
+def _envelope(obj: Any) -> Any:
+    """A raw object as reconciles read it: kind and metadata (the syncer compares a body only after
+    reading the object whole, and only the metadata of these kinds is read otherwise)."""
+    if not isinstance(obj, dict) or obj.keys() <= _ENVELOPE:
+        return obj
+    return {key: value for key, value in obj.items() if key in _ENVELOPE}
+
+
+_BINDING = _ENVELOPE | {"roleRef", "subjects"}
+
+
+def _binding(obj: Any) -> Any:
+    """A RoleBinding as reconciles read it: its envelope, role and subjects (compared as they are)."""
+    if not isinstance(obj, dict) or obj.keys() <= _BINDING:
+        return obj
+    return {key: value for key, value in obj.items() if key in _BINDING}
+
+
 #: What the operator's cache keeps of the kinds it reads only in part, by resource id.
-SLIM: Mapping[str, Callable[[Any], Any]] = {str(PCLQ): _without_pod_spec, str(PCS): _without_pod_specs}
+SLIM: Mapping[str, Callable[[Any], Any]] = {
+    str(PCLQ): _without_pod_spec,
+    str(PCS): _without_pod_specs,
+    **{str(kind): _envelope for kind in (SERVICE, INGRESS, CONFIG_MAP, SERVICE_ACCOUNT, ROLE)},
+    str(ROLE_BINDING): _binding,
+}
 
 #: Hears ``(resource id, event type, old, new)`` for every change an informer caches.
 Listener = Callable[[str, str, Any, Any], None]

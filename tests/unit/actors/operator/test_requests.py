@@ -18,9 +18,10 @@ from dgd.actors.dgd_writer import FINALIZER
 from dgd.cluster.errors import ClusterError
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.proxy import APICall, ClusterProxy
-from dgd.cluster.resources import DGD, PCS
+from dgd.cluster.resources import DGD, PCS, ROLE, ROLE_BINDING, SERVICE
 from dgd.domain.admission.defaulting import WORKLOAD_PROVIDER
 from dgd.domain.gates import Gates
+from dgd.domain.sync import LAST_APPLIED_HASH
 from dgd.domain.worker_generation import CURRENT_WORKER_HASH_V2
 from dgd.messages.dgd import DynamoGraphDeployment
 
@@ -239,3 +240,43 @@ async def test_a_podcliqueset_is_cached_without_pod_specs_and_read_whole_only_to
         (container,) = [c for c in worker.spec.pod_spec["containers"] if c["name"] == "main"]
         assert container["image"] == "vllm-runtime:1.6.0"
         assert container["command"] == ["python3", "-m", "dynamo.vllm"]
+
+
+async def test_rbac_and_services_are_cached_by_their_metadata_and_read_whole_to_repair_a_body() -> None:
+    # Given a DGD whose discovery ServiceAccount, Role and RoleBinding and Services exist.
+    recorded = Recording()
+    async with running_operator(proxy=recorded) as harness:
+        await harness.apply(manifest())
+        await harness.grove_realizes()
+        await harness.advance(1.0)
+        (role,) = harness.cache.list(ROLE, NS)
+        name = role["metadata"]["name"]
+        # Then the cache keeps their kind and metadata only; a RoleBinding its role and subjects too.
+        assert set(role) == {"apiVersion", "kind", "metadata"}
+        assert role["metadata"]["annotations"][LAST_APPLIED_HASH]
+        services = harness.cache.list(SERVICE, NS)
+        assert services and all(set(s) == {"apiVersion", "kind", "metadata"} for s in services)
+        bindings = harness.cache.list(ROLE_BINDING, NS)
+        assert bindings and all(
+            set(b) == {"apiVersion", "kind", "metadata", "roleRef", "subjects"} for b in bindings
+        )
+        rules = (await harness.cluster.get(ROLE.key(NS, name)))["rules"]
+        assert rules
+        # And reconciles that change nothing read none of them from the API.
+        harness.nudge(times=3)
+        await harness.settle()
+        assert recorded[0].answered["get Role ok"] == 0
+
+        # When someone else replaces the Role with no rules and without the operator's bookkeeping (a
+        # Role has no generation: the missing hash is what says it changed).
+        live = await harness.cluster.get(ROLE.key(NS, name))
+        annotations = {k: v for k, v in live["metadata"]["annotations"].items() if k != LAST_APPLIED_HASH}
+        await harness.cluster.replace(
+            ROLE, {**live, "metadata": {**live["metadata"], "annotations": annotations}, "rules": []}
+        )
+        harness.nudge()
+        await harness.settle()
+
+        # Then the operator read it whole once and wrote its rules back, not an empty body.
+        assert recorded[0].answered["get Role ok"] == 1
+        assert (await harness.cluster.get(ROLE.key(NS, name)))["rules"] == rules
