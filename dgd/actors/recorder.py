@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
 
 import msgspec
 
@@ -58,18 +57,38 @@ class PostEvent(msgspec.Struct, frozen=True):
 
 
 class _Series(msgspec.Struct):
-    """One posted event and the repeats counted since."""
+    """One posted event (what its series updates and a warning need of it) and the repeats counted
+    since: not the Event itself, which a thousand DGDs' six events each would keep for minutes."""
 
-    posted: Event
+    namespace: str | None
+    name: str
+    reason: str | None
+    regarding: ObjectReference | None
     first_seen: float
     count: int = 1
     flushed_at: float = 0.0
 
+    @classmethod
+    def of(cls, posted: Event, now: float) -> _Series:
+        meta = posted.metadata
+        return cls(meta.namespace, meta.name or "", posted.reason, posted.regarding, now, flushed_at=now)
 
-def _identity(event: Event) -> tuple[Any, ...]:
+    def event(self) -> Event:
+        """The posted event as far as it is kept (its name, reason and object)."""
+        return Event(
+            api_version="events.k8s.io/v1",
+            metadata=ObjectMeta(namespace=self.namespace, name=self.name),
+            reason=self.reason,
+            regarding=self.regarding,
+        )
+
+
+def _identity(event: Event) -> int:
+    """What makes two events the same (object, type, reason, action, note), as a 64-bit hash: the
+    series table keeps no note (two different events sharing one hash is a chance of about 2**-64)."""
     regarding = event.regarding
     where = (regarding.namespace, regarding.kind, regarding.name, regarding.uid) if regarding else None
-    return (event.metadata.namespace, where, event.type, event.reason, event.action, event.note)
+    return hash((event.metadata.namespace, where, event.type, event.reason, event.action, event.note))
 
 
 class EventPoster(Actor[PostEvent]):
@@ -80,7 +99,7 @@ class EventPoster(Actor[PostEvent]):
     def __init__(self, cluster: Cluster, recorder: Recorder) -> None:
         self._cluster = cluster
         self._recorder = recorder
-        self._series: dict[tuple[Any, ...], _Series] = {}
+        self._series: dict[int, _Series] = {}
 
     async def on_start(self) -> None:
         self._recorder.attach(self.context.ref)
@@ -100,20 +119,19 @@ class EventPoster(Actor[PostEvent]):
         except ClusterError as error:
             self._recorder.dropped_one(event, str(error))
             return
-        self._series[key] = _Series(posted, first_seen=now, flushed_at=now)
+        self._series[key] = _Series.of(posted, now)
 
     async def _flush(self, series: _Series, now: float) -> None:
         """Write the series' count and last observation onto its posted event."""
-        name = series.posted.metadata.name or ""
         patch = {
             "series": msgspec.to_builtins(
                 EventSeries(count=series.count, last_observed_time=rfc3339_micro(now))
             )
         }
         try:
-            await self._cluster.patch(EVENT.as_raw().key(series.posted.metadata.namespace, name), patch)
+            await self._cluster.patch(EVENT.as_raw().key(series.namespace, series.name), patch)
         except ClusterError as error:
-            self._recorder.dropped_one(series.posted, f"series update: {error}")
+            self._recorder.dropped_one(series.event(), f"series update: {error}")
         series.flushed_at = now
 
     def _forget_old(self, now: float) -> None:
