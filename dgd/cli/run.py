@@ -137,6 +137,7 @@ def options(args: argparse.Namespace) -> Options:
             parse_address(address)
         except AddressError as exc:
             raise Usage(f"{flag}: {exc}") from exc
+    metrics_secure, metrics_cert_dir = _metrics_security(args, config)
     configured = (raw.get("leaderElection") or {}).get("enabled") if isinstance(raw, dict) else None
     leader_elect = args.leader_elect if args.leader_elect is not None else configured is not False
     chosen = args.log_format or config.logging.format or "json"
@@ -167,6 +168,8 @@ def options(args: argparse.Namespace) -> Options:
         namespaces=namespaces,
         max_concurrent_reconciles=args.max_concurrent_reconciles,
         webhooks=webhook_settings(args, lease_namespace),
+        metrics_secure=metrics_secure,
+        metrics_cert_dir=metrics_cert_dir,
     )
     return Options(
         config=config,
@@ -178,6 +181,20 @@ def options(args: argparse.Namespace) -> Options:
         log_level=log_level,
         record=writable(args.record, "--record"),
     )
+
+
+def _metrics_security(args: argparse.Namespace, config: OperatorConfig) -> tuple[bool, str | None]:
+    """Whether ``/metrics`` is served securely, and from which certificate folder (``None``: its own)."""
+    secure = args.metrics_secure if args.metrics_secure is not None else config.server.metrics.secure
+    folder = args.metrics_cert_dir
+    if folder is not None and not secure:
+        raise Usage(
+            f"--metrics-cert-dir: {folder!r} is for HTTPS metrics, but they are served over plain HTTP "
+            "(--no-metrics-secure, or the config's server.metrics.secure: false)"
+        )
+    if folder is not None and not Path(folder).is_dir():
+        raise Usage(f"--metrics-cert-dir: {folder!r} is not a directory")
+    return secure, folder
 
 
 def _raw_config(text: str) -> Any:
