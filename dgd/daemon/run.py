@@ -94,6 +94,9 @@ class Daemon:
     ``election_cluster`` (default: ``cluster``) carries the lease requests: give it a client of its
     own, so a busy operator's client-side rate limit never delays a renewal past the deadline.
     ``discover`` is API discovery, for the webhooks' InferencePool check (``None``: it is skipped).
+    ``review_cluster`` (default: ``cluster``) carries the secure metrics' TokenReviews and
+    SubjectAccessReviews: give it a client with a rate limit of its own, so scrapes (a flood of unknown
+    tokens included) never spend the operator's.
     """
 
     def __init__(
@@ -112,6 +115,7 @@ class Daemon:
         election_cluster: Cluster | None = None,
         recorder: DaemonRecorder | None = None,
         discover: Discover | None = None,
+        review_cluster: Cluster | None = None,
     ) -> None:
         self._cluster = cluster
         self._election_cluster = election_cluster or cluster
@@ -127,7 +131,7 @@ class Daemon:
         self.secure_metrics: SecureMetrics | None = None
         if settings.metrics_secure and parse_address(settings.metrics_address) is not None:
             # Every replica answers scrapes, leading or not: reviews are counted, never fenced.
-            reviews = InstrumentedCluster(cluster, requests=self.metrics.requested)
+            reviews = InstrumentedCluster(review_cluster or cluster, requests=self.metrics.requested)
             self.secure_metrics = SecureMetrics(reviews, cert_dir=settings.metrics_cert_dir, wall=wall)
         self._stopping = anyio.Event()
         #: Set once the servers listen (their ports are then known).

@@ -38,11 +38,11 @@ async def get(url: str, token: str | None = None) -> int:
 
 
 async def test_the_daemon_serves_metrics_over_https_to_authorised_scrapers_only() -> None:
-    # given a daemon with secure metrics, on an API server that knows two ServiceAccounts' tokens and
-    # lets one of them get /metrics
+    # given a daemon with secure metrics, whose review client reaches an API server that knows two
+    # ServiceAccounts' tokens and lets one of them get /metrics (the operator's own client reviews nothing)
     clock, server = await installed()
-    cluster = ReviewingCluster(server.client(), tokens=dict(TOKENS), grants={(READER, "/metrics", "get")})
-    a = daemon(cluster, clock, "a", metrics_secure=True)
+    reviews = ReviewingCluster(server.client(), tokens=dict(TOKENS), grants={(READER, "/metrics", "get")})
+    a = daemon(server.client(), clock, "a", metrics_secure=True, review_cluster=reviews)
     async with running(a):
         metrics = f"https://127.0.0.1:{a.metrics_port}/metrics"
         # when it is scraped over plain HTTP, then no page is served
@@ -52,6 +52,8 @@ async def test_the_daemon_serves_metrics_over_https_to_authorised_scrapers_only(
         assert await get(metrics) == 401
         assert await get(metrics, "other-token") == 403
         assert await get(metrics, "reader-token") == 200
+        # and each token was checked through the review client: the other's, then the reader's
+        assert reviews.reviews == ["TokenReview", "SubjectAccessReview"] * 2
         # and the probes stay plain HTTP, for the kubelet
         assert await get(f"http://127.0.0.1:{a.probe_port}/healthz") == 200
         # and the certificate is the replica's own, for its host name, localhost and 127.0.0.1
