@@ -96,6 +96,7 @@ class Daemon:
                     str(kubeconfig),
                     "--metrics-addr",
                     "127.0.0.1:0",
+                    "--no-metrics-secure",
                     "--probe-addr",
                     "127.0.0.1:0",
                     "--instance",

@@ -137,6 +137,7 @@ def options(args: argparse.Namespace) -> Options:
             parse_address(address)
         except AddressError as exc:
             raise Usage(f"{flag}: {exc}") from exc
+    metrics_secure, metrics_cert_dir = _metrics_security(args, config)
     configured = (raw.get("leaderElection") or {}).get("enabled") if isinstance(raw, dict) else None
     leader_elect = args.leader_elect if args.leader_elect is not None else configured is not False
     chosen = args.log_format or config.logging.format or "json"
@@ -167,6 +168,8 @@ def options(args: argparse.Namespace) -> Options:
         namespaces=namespaces,
         max_concurrent_reconciles=args.max_concurrent_reconciles,
         webhooks=webhook_settings(args, lease_namespace),
+        metrics_secure=metrics_secure,
+        metrics_cert_dir=metrics_cert_dir,
     )
     return Options(
         config=config,
@@ -178,6 +181,20 @@ def options(args: argparse.Namespace) -> Options:
         log_level=log_level,
         record=writable(args.record, "--record"),
     )
+
+
+def _metrics_security(args: argparse.Namespace, config: OperatorConfig) -> tuple[bool, str | None]:
+    """Whether ``/metrics`` is served securely, and from which certificate folder (``None``: its own)."""
+    secure = args.metrics_secure if args.metrics_secure is not None else config.server.metrics.secure
+    folder = args.metrics_cert_dir
+    if folder is not None and not secure:
+        raise Usage(
+            f"--metrics-cert-dir: {folder!r} is for HTTPS metrics, but they are served over plain HTTP "
+            "(--no-metrics-secure, or the config's server.metrics.secure: false)"
+        )
+    if folder is not None and not Path(folder).is_dir():
+        raise Usage(f"--metrics-cert-dir: {folder!r} is not a directory")
+    return secure, folder
 
 
 def _raw_config(text: str) -> Any:
@@ -208,11 +225,17 @@ def _run(args: argparse.Namespace) -> int:
 async def _main(settled: Options, metrics: DaemonMetrics) -> int:
     try:
         async with connect(settled.kubeconfig, qps=settled.qps, burst=settled.burst) as connected:
-            cluster, election, served = connected
+            cluster, election, reviews, served = connected
             # API discovery stays live for admission (an InferencePool CRD installed later counts).
             discover = getattr(cluster, "group_versions", None)
             return await serve(
-                cluster, served, settled, metrics=metrics, election_cluster=election, discover=discover
+                cluster,
+                served,
+                settled,
+                metrics=metrics,
+                election_cluster=election,
+                review_cluster=reviews,
+                discover=discover,
             )
     except AdapterMissing as exc:
         raise Invalid(str(exc)) from None
@@ -227,6 +250,7 @@ async def serve(
     *,
     metrics: DaemonMetrics | None = None,
     election_cluster: Cluster | None = None,
+    review_cluster: Cluster | None = None,
     discover: Discover | None = None,
 ) -> int:
     """Resolve the feature gates against what the cluster serves, then run the daemon until a signal
@@ -248,6 +272,7 @@ async def serve(
         settings=settled.settings,
         metrics=metrics,
         election_cluster=election_cluster,
+        review_cluster=review_cluster,
         recorder=recorder,
         discover=discover,
     )
@@ -292,10 +317,11 @@ WATCH_IDLE_TIMEOUT = 300.0
 @asynccontextmanager
 async def connect(
     kubeconfig: str | None, *, qps: float, burst: int
-) -> AsyncIterator[tuple[Cluster, Cluster, list[str]]]:
-    """Two kube adapter clients for ``kubeconfig`` (``None``: ``$KUBECONFIG`` or in-cluster) — the
-    operator's, rate-limited by ``qps``/``burst``, and the leader elector's, not limited (as in
-    controller-runtime, lease renewals never queue behind the operator's requests) — and the
+) -> AsyncIterator[tuple[Cluster, Cluster, Cluster, list[str]]]:
+    """Three kube adapter clients for ``kubeconfig`` (``None``: ``$KUBECONFIG`` or in-cluster) — the
+    operator's, rate-limited by ``qps``/``burst``; the leader elector's, not limited (as in
+    controller-runtime, lease renewals never queue behind the operator's requests); the secure metrics'
+    reviews', limited alike but apart (scrapes never spend the operator's budget) — and the
     ``group/version`` s the API server serves (API discovery). The adapter is imported only here."""
     try:
         from dgd.cluster.kube.adapter import KubeCluster
@@ -306,6 +332,10 @@ async def connect(
     operator = await KubeCluster.from_config(
         kubeconfig, qps=qps, burst=burst, watch_idle_timeout=WATCH_IDLE_TIMEOUT, watch_timeout=WATCH_TIMEOUT
     )
-    async with operator, await KubeCluster.from_config(kubeconfig, qps=None) as election:
+    async with (
+        operator,
+        await KubeCluster.from_config(kubeconfig, qps=None) as election,
+        await KubeCluster.from_config(kubeconfig, qps=qps, burst=burst) as reviews,
+    ):
         served = await operator.group_versions()
-        yield operator, election, served
+        yield operator, election, reviews, served

@@ -51,6 +51,20 @@ def add_serving_flags(serving: Any) -> None:
         help="where /metrics is served, 0 to turn it off (config: server.metrics; default :8080)",
     )
     serving.add_argument(
+        "--metrics-secure",
+        action=argparse.BooleanOptionalAction,
+        help="serve /metrics over HTTPS, only to clients whose bearer token the API server authenticates "
+        "(a TokenReview) and allows to get /metrics (a SubjectAccessReview; the chart's metrics-reader "
+        "ClusterRole grants it), as controller-runtime's secure metrics; --no-metrics-secure serves plain "
+        "HTTP to anyone who reaches the port (config: server.metrics.secure; default on)",
+    )
+    serving.add_argument(
+        "--metrics-cert-dir",
+        metavar="DIR",
+        help="serve the metrics certificate in DIR/tls.crt and DIR/tls.key, managed by someone else and "
+        "re-read when it changes; default: each replica makes its own (self-signed)",
+    )
+    serving.add_argument(
         "--probe-addr",
         metavar="[HOST]:PORT",
         help="where /healthz and /readyz are served, 0 to turn them off "

@@ -305,6 +305,13 @@ SELF_SUBJECT_REVIEW = _raw(
     "authentication.k8s.io/v1", "SelfSubjectReview", "selfsubjectreviews", **_CLUSTER_SCOPED
 )
 
+#: Who a bearer token belongs to, and whether a user may do something: created to be answered, nothing
+#: is stored. The daemon's metrics server asks them of every scraper (``dgd.daemon.metrics_access``).
+TOKEN_REVIEW = _raw("authentication.k8s.io/v1", "TokenReview", "tokenreviews", **_CLUSTER_SCOPED)
+SUBJECT_ACCESS_REVIEW = _raw(
+    "authorization.k8s.io/v1", "SubjectAccessReview", "subjectaccessreviews", **_CLUSTER_SCOPED
+)
+
 #: The kinds of the webhooks' registration (``dgd.daemon.registration``), all cluster-scoped.
 REGISTRATION_RESOURCES: tuple[Resource[Any], ...] = (
     MUTATING_WEBHOOK_CONFIGURATION,

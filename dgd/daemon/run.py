@@ -44,6 +44,7 @@ from dgd.daemon.election import LeaderElector
 from dgd.daemon.lease import LeaseTiming
 from dgd.daemon.lookups import Discover
 from dgd.daemon.metrics import DaemonMetrics
+from dgd.daemon.metrics_serving import SecureMetrics
 from dgd.daemon.probes import Health, Role
 from dgd.daemon.registration import WebhookSettings
 from dgd.daemon.rest_client import Fence, InstrumentedCluster
@@ -79,6 +80,11 @@ class DaemonSettings(msgspec.Struct, frozen=True, kw_only=True):
     max_concurrent_reconciles: int = DEFAULT_WORKERS
     #: The admission and conversion webhooks (``None``: not served).
     webhooks: WebhookSettings | None = None
+    #: ``/metrics`` over HTTPS to authorised scrapers only (``dgd.daemon.metrics_serving``); ``False``:
+    #: over plain HTTP to anyone.
+    metrics_secure: bool = True
+    #: The metrics server's certificate, ``tls.crt`` and ``tls.key`` (``None``: the replica makes its own).
+    metrics_cert_dir: str | None = None
 
 
 class Daemon:
@@ -88,6 +94,9 @@ class Daemon:
     ``election_cluster`` (default: ``cluster``) carries the lease requests: give it a client of its
     own, so a busy operator's client-side rate limit never delays a renewal past the deadline.
     ``discover`` is API discovery, for the webhooks' InferencePool check (``None``: it is skipped).
+    ``review_cluster`` (default: ``cluster``) carries the secure metrics' TokenReviews and
+    SubjectAccessReviews: give it a client with a rate limit of its own, so scrapes (a flood of unknown
+    tokens included) never spend the operator's.
     """
 
     def __init__(
@@ -106,6 +115,7 @@ class Daemon:
         election_cluster: Cluster | None = None,
         recorder: DaemonRecorder | None = None,
         discover: Discover | None = None,
+        review_cluster: Cluster | None = None,
     ) -> None:
         self._cluster = cluster
         self._election_cluster = election_cluster or cluster
@@ -118,6 +128,11 @@ class Daemon:
         self._resync = resync
         self.metrics = metrics or DaemonMetrics()
         self.health = health or Health(self._clock)
+        self.secure_metrics: SecureMetrics | None = None
+        if settings.metrics_secure and parse_address(settings.metrics_address) is not None:
+            # Every replica answers scrapes, leading or not: reviews are counted, never fenced.
+            reviews = InstrumentedCluster(review_cluster or cluster, requests=self.metrics.requested)
+            self.secure_metrics = SecureMetrics(reviews, cert_dir=settings.metrics_cert_dir, wall=wall)
         self._stopping = anyio.Event()
         #: Set once the servers listen (their ports are then known).
         self.serving = anyio.Event()
@@ -156,6 +171,8 @@ class Daemon:
                 await self.webhooks.start(stack)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self.health.heartbeat)
+                if self.secure_metrics is not None:
+                    tg.start_soon(self.secure_metrics.run)
                 if self.webhooks is not None:  # every replica serves admission, leading or not
                     tg.start_soon(self.webhooks.run)
                 # The loop's lag, on the loop's own clock whatever clock the daemon is given.
@@ -183,8 +200,11 @@ class Daemon:
         where = parse_address(address)
         if where is None:
             return None
-        app = metrics_app(self.metrics.registry) if what == "metrics" else probes_app(self.health)
-        server = await Server.start(app, *where)
+        secure = self.secure_metrics if what == "metrics" else None
+        tls = await secure.start(stack) if secure is not None else None
+        guard = secure.access.middleware() if secure is not None else None
+        app = metrics_app(self.metrics.registry, guard) if what == "metrics" else probes_app(self.health)
+        server = await Server.start(app, *where, tls=tls)
         stack.push_async_callback(server.stop)
         logger.info("serving %s on port %d", what, server.port)
         return server.port

@@ -1,6 +1,7 @@
 """The daemon's two HTTP servers, on the operator's own event loop (aiohttp).
 
-* metrics (``--metrics-addr``): ``GET /metrics``, Prometheus' text format;
+* metrics (``--metrics-addr``): ``GET /metrics``, Prometheus' text format, over HTTPS to authorised
+  scrapers only (``dgd.daemon.metrics_serving``) unless ``--no-metrics-secure`` serves it over plain HTTP;
 * probes (``--probe-addr``): ``GET /healthz`` and ``GET /readyz`` (200 ``ok``, or 503 and the failed
   checks; ``?verbose`` lists every check), plus ``/livez`` as an alias of ``/healthz``.
 
@@ -14,6 +15,7 @@ import ssl
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from dgd.daemon.probes import Check, Health, report
@@ -64,12 +66,14 @@ class Server:
         await self._runner.cleanup()
 
 
-def metrics_app(registry: CollectorRegistry) -> web.Application:
+def metrics_app(registry: CollectorRegistry, guard: Middleware | None = None) -> web.Application:
+    """``/metrics`` of ``registry``, every request through ``guard`` first if given."""
+
     async def metrics(request: web.Request) -> web.Response:
         body = generate_latest(registry)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
-    app = web.Application()
+    app = web.Application(middlewares=[guard] if guard is not None else [])
     app.router.add_get("/metrics", metrics)
     return app
 

@@ -88,10 +88,10 @@ class TLS:
     """The server's TLS context and the files it loads them from; ``load`` swaps the certificate
     for every handshake after it (connections already open keep theirs)."""
 
-    def __init__(self) -> None:
+    def __init__(self, prefix: str = "dgd-webhook-") -> None:
         self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.context.minimum_version = ssl.TLSVersion.TLSv1_2
-        self._folder = Path(tempfile.mkdtemp(prefix="dgd-webhook-"))
+        self._folder = Path(tempfile.mkdtemp(prefix=prefix))
         self.loaded: tuple[bytes, bytes] | None = None
 
     def load(self, cert: bytes, key: bytes) -> bool:

@@ -381,6 +381,8 @@ class Operators:
             str(self.served.kubeconfig),
             "--metrics-addr",
             "127.0.0.1:0",
+            # Scraped over plain HTTP by ``Operator.metrics`` (a later --metrics-secure in ``flags`` wins).
+            "--no-metrics-secure",
             "--probe-addr",
             "127.0.0.1:0",
             # No webhooks unless a test asks (a later --webhook-addr in ``flags`` wins).

@@ -126,11 +126,15 @@ def daemon(
     shutdown_timeout: float = 30.0,
     config: OperatorConfig | None = None,
     timing: LeaseTiming = TIMING,
+    metrics_secure: bool = False,
+    review_cluster: Cluster | None = None,
 ) -> Daemon:
-    """A daemon on ``cluster`` with Grove on, its servers on free local ports, time on ``clock``."""
+    """A daemon on ``cluster`` with Grove on, its servers on free local ports, time on ``clock``; its
+    metrics over plain HTTP unless ``metrics_secure`` (their reviews through ``review_cluster``)."""
     settings = DaemonSettings(
         instance=identity,
         metrics_address="127.0.0.1:0",
+        metrics_secure=metrics_secure,
         probe_address="127.0.0.1:0",
         leader_elect=leader_elect,
         lease_name=LEASE_NAME,
@@ -147,6 +151,7 @@ def daemon(
         random=random.Random(3),
         keys=fake_keys,
         resync=600.0,
+        review_cluster=review_cluster,
     )
 
 

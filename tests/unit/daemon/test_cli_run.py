@@ -21,6 +21,9 @@ FLAGS = (
     "--namespace",
     "--config",
     "--metrics-addr",
+    "--metrics-secure",
+    "--no-metrics-secure",
+    "--metrics-cert-dir",
     "--probe-addr",
     "--webhook-addr",
     "--webhook-cert-dir",
@@ -152,6 +155,40 @@ def test_flags_default_from_the_config_file_and_override_it(tmp_path: Path) -> N
     assert from_file.settings.metrics_address == "0.0.0.0:9090"
     assert from_flags.settings.leader_elect is True
     assert (from_flags.settings.lease_name, from_flags.log_format) == ("mine", "json")
+
+
+def test_metrics_are_secure_unless_the_flag_or_the_config_file_says_otherwise(tmp_path: Path) -> None:
+    # given a config file that turns secure metrics off
+    config = tmp_path / "config.yaml"
+    config.write_text("server: {metrics: {secure: false}}\n")
+    # when run settles with no flag, with the config file, with the flag over it, and with the flag alone
+    default = settle_flags()
+    from_file = settle_flags("--config", str(config))
+    from_flag = settle_flags("--config", str(config), "--metrics-secure", "--metrics-cert-dir", str(tmp_path))
+    plain = settle_flags("--no-metrics-secure")
+    # then metrics are secure by default, with a certificate of the replica's own
+    assert (default.settings.metrics_secure, default.settings.metrics_cert_dir) == (True, None)
+    # and the config file turns them off, the flag on again, with the mounted certificate it names
+    assert from_file.settings.metrics_secure is False
+    assert (from_flag.settings.metrics_secure, from_flag.settings.metrics_cert_dir) == (True, str(tmp_path))
+    assert plain.settings.metrics_secure is False
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--metrics-cert-dir", "/no/such/dir"], "--metrics-cert-dir: '/no/such/dir' is not a directory"),
+        (
+            ["--no-metrics-secure", "--metrics-cert-dir", "/tmp"],
+            "--metrics-cert-dir: '/tmp' is for HTTPS metrics, but they are served over plain HTTP",
+        ),
+    ],
+)
+def test_a_metrics_certificate_folder_that_cannot_be_served_is_a_usage_error(
+    argv: list[str], message: str
+) -> None:
+    with pytest.raises(Usage, match=message):
+        settle_flags(*argv)
 
 
 def test_without_flags_leader_election_is_on_with_the_documented_durations() -> None:

@@ -58,9 +58,12 @@ class Call(msgspec.Struct, frozen=True):
 
 
 def permissions(rules: Iterable[JSONObject]) -> set[Permission]:
-    """Every permission a list of RBAC ``PolicyRule`` s grants, one per group, resource, verb and name."""
+    """Every permission a list of RBAC ``PolicyRule`` s grants, one per group, resource, verb and name; a
+    non-resource URL's as the URL (it starts with ``/``) in no group."""
     granted: set[Permission] = set()
     for rule in rules:
+        for url in rule.get("nonResourceURLs") or []:
+            granted.update(Permission("", url, verb) for verb in rule.get("verbs") or [])
         names: list[str | None] = list(rule.get("resourceNames") or [None])
         for group in rule.get("apiGroups") or []:
             for resource in rule.get("resources") or []:

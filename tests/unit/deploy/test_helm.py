@@ -26,7 +26,7 @@ from dgd.cli.run_webhooks import webhook_settings
 from dgd.daemon.registration import configurations
 from dgd.messages.config import load_config
 from tests.unit.deploy.generator import DEPLOY, find, generate
-from tests.unit.deploy.recording import permissions
+from tests.unit.deploy.recording import Permission, permissions
 
 CHART = DEPLOY / "helm" / "dgd-operator"
 RELEASE, NAMESPACE = generate.RELEASE, generate.NAMESPACE
@@ -108,6 +108,19 @@ CASES: dict[str, tuple[dict[str, Any], Any]] = {
     "writes admitted while the webhooks are down": (
         {"webhook": {"failurePolicy": "Ignore"}},
         generate.Install(failure_policy="Ignore"),
+    ),
+    "metrics over plain HTTP": ({"metrics": {"secure": False}}, generate.Install(metrics_secure=False)),
+    "metrics over plain HTTP, restricted": (
+        {"metrics": {"secure": False}, "namespaces": ["team-a"]},
+        generate.Install(metrics_secure=False, watch=("team-a",)),
+    ),
+    "a mounted metrics certificate": (
+        {"metrics": {"certSecret": "metrics-tls"}},
+        generate.Install(metrics_cert_secret="metrics-tls"),
+    ),
+    "a metrics certificate named but metrics over plain HTTP": (
+        {"metrics": {"secure": False, "certSecret": "metrics-tls"}},
+        generate.Install(metrics_secure=False, metrics_cert_secret="metrics-tls"),
     ),
 }
 
@@ -252,3 +265,69 @@ def test_a_release_names_its_webhook_service_configurations_and_secret_after_its
     cluster_role = find(documents, "ClusterRole", "team-ops-webhook")
     names = {n for r in cluster_role["rules"] if "resourceNames" in r for n in r["resourceNames"]}
     assert {"team-ops-mutating", "team-ops-validating"} <= names
+
+
+def test_the_default_rendering_holds_the_disruption_budget_secure_metrics_and_the_webhook_port(
+    tmp_path: Path,
+) -> None:
+    # given the chart rendered with its defaults, as CI renders it, and what `dgd-operator run` settles
+    documents = render({})
+    settled = run_options(documents, tmp_path)
+    deployment = find(documents, "Deployment", RELEASE)
+    pod = deployment["spec"]["template"]
+    (container,) = pod["spec"]["containers"]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+
+    # then a PodDisruptionBudget keeps one of the two replicas through a drain
+    budget = find(documents, "PodDisruptionBudget", RELEASE)
+    assert deployment["spec"]["replicas"] == 2
+    assert budget["spec"] == {"minAvailable": 1, "selector": {"matchLabels": pod["metadata"]["labels"]}}
+
+    # and the daemon serves its metrics securely, on the port the metrics Service reaches over HTTPS
+    assert settled.settings.metrics_secure is True and settled.settings.metrics_cert_dir is None
+    assert settled.settings.metrics_address == f"0.0.0.0:{ports['metrics']}"
+    (service_port,) = find(documents, "Service", f"{RELEASE}-metrics")["spec"]["ports"]
+    assert (service_port["targetPort"], service_port["appProtocol"]) == ("metrics", "https")
+    # and the operator's ServiceAccount may create exactly the two reviews that check a scraper
+    account = pod["spec"]["serviceAccountName"]
+    binding = find(documents, "ClusterRoleBinding", f"{RELEASE}-metrics-auth")
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}]
+    assert permissions(find(documents, "ClusterRole", binding["roleRef"]["name"])["rules"]) == {
+        Permission("authentication.k8s.io", "tokenreviews", "create"),
+        Permission("authorization.k8s.io", "subjectaccessreviews", "create"),
+    }
+    # and scrapers are offered a role that grants only the get of /metrics
+    reader = find(documents, "ClusterRole", f"{RELEASE}-metrics-reader")
+    assert permissions(reader["rules"]) == {Permission("", "/metrics", "get")}
+
+    # and the webhooks are served on the values' port, the container port their Service targets
+    assert ports["webhook-server"] == 9443
+    assert settled.settings.webhooks is not None and settled.settings.webhooks.address == ":9443"
+    (webhook_port,) = find(documents, "Service", f"{RELEASE}-webhook-service")["spec"]["ports"]
+    assert (webhook_port["port"], webhook_port["targetPort"]) == (443, "webhook-server")
+
+    # and the resources are the values' (sized from the benchmark, values.yaml says how)
+    assert container["resources"] == yaml.safe_load((CHART / "values.yaml").read_text())["resources"]
+
+
+def test_a_mounted_metrics_certificate_is_what_the_daemon_serves(tmp_path: Path) -> None:
+    # given the chart with the metrics certificate in a Secret
+    documents = render({"metrics": {"certSecret": "metrics-tls"}})
+    pod = find(documents, "Deployment", RELEASE)["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    # when `dgd-operator run` settles the rendered arguments, the mounted folder being there
+    mount = next(m for m in container["volumeMounts"] if m["name"] == "metrics-certs")
+    container["args"] = [str(tmp_path) if a == mount["mountPath"] else a for a in container["args"]]
+    settled = run_options(documents, tmp_path)
+    # then it serves the certificate of the folder the Secret is mounted on
+    assert settled.settings.metrics_secure is True and settled.settings.metrics_cert_dir == str(tmp_path)
+    volume = next(v for v in pod["volumes"] if v["name"] == "metrics-certs")
+    assert volume["secret"]["secretName"] == "metrics-tls" and mount["readOnly"] is True
+
+
+@pytest.mark.parametrize("secure", ["false", "yes", None])
+def test_the_chart_refuses_a_metrics_secure_value_that_is_not_a_boolean(secure: str | None) -> None:
+    # when rendered with a metrics.secure that is not true or false, then rendering fails, naming it
+    with pytest.raises(helm.HelmError) as refused:
+        render({"metrics": {"secure": secure}})
+    assert f"metrics.secure: {json.dumps(secure)} is not true or false" in str(refused.value)

@@ -100,6 +100,9 @@ def test_two_replicas_run_with_leader_election_json_logs_and_the_mounted_config(
         == spec["template"]["metadata"]["labels"]
     )
     assert service["spec"]["ports"][0]["targetPort"] == "metrics"
+    # and the metrics are served over HTTPS to authorised scrapers, with a certificate of the pod's own
+    assert settled.settings.metrics_secure is True and settled.settings.metrics_cert_dir is None
+    assert service["spec"]["ports"][0]["appProtocol"] == "https"
 
 
 def test_the_restricted_bundle_watches_only_its_namespace_and_keeps_the_mpi_key_there(tmp_path: Path) -> None:
@@ -131,11 +134,15 @@ def test_an_installation_watching_two_namespaces_grants_the_same_roles_in_each()
     release = generate.RELEASE
     # when its objects are made
     documents = install.manifests()
-    # then nothing is cluster-scoped but the operator's own Namespace and its webhooks' registration
+    # then nothing is cluster-scoped but the operator's own Namespace, its webhooks' registration and its
+    # secure metrics' reviews and reader role (cluster-scoped by nature)
     assert {(d["kind"], d["metadata"]["name"]) for d in documents if "namespace" not in d["metadata"]} == {
         ("Namespace", generate.NAMESPACE),
         ("ClusterRole", install.webhook_cluster_role_name),
         ("ClusterRoleBinding", install.webhook_cluster_role_name),
+        ("ClusterRole", install.metrics_auth_cluster_role_name),
+        ("ClusterRoleBinding", install.metrics_auth_cluster_role_name),
+        ("ClusterRole", install.metrics_reader_cluster_role_name),
     }
     # and each watched namespace holds the operator's two Roles, the planner's and the endpoint picker's
     # identities (supplement §2.3) and their bindings

@@ -18,6 +18,11 @@ registration's (the webhook configurations and the CRDs' conversion, narrowed to
 certificates' Secret in the operator's namespace (narrowed to its name), and the SelfSubjectReview that
 says who the operator is, which Kubernetes grants every authenticated user (``system:basic-user``), as
 it grants API discovery (``system:discovery``): no rule of ours is needed for either.
+
+The secure metrics server runs as the installation's Deployment and configuration run it, scraped by a
+reader, by someone else and by a stranger: its TokenReviews and SubjectAccessReviews must be exactly what
+the operator's metrics ClusterRole grants, and the access those reviews ask about for the reader exactly
+what the ``metrics-reader`` ClusterRole grants.
 """
 
 from __future__ import annotations
@@ -32,21 +37,26 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import anyio
 import msgspec
 import pytest
 import yaml
+from prometheus_client import CollectorRegistry
 
-from dgd.cli.run import add_command
+from dgd.cli.run import add_command, options
 from dgd.cli.run_webhooks import webhook_settings
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.resources import CRD, DEFAULT_RESOURCES, MUTATING_WEBHOOK_CONFIGURATION, Resource
 from dgd.daemon import certificates
 from dgd.daemon.admission import WebhookService
+from dgd.daemon.metrics_serving import SecureMetrics
 from dgd.daemon.registration import CONVERTED_CRDS, WebhookSettings
+from dgd.daemon.servers import Server, metrics_app
 from dgd.domain.admission.webhooks import AdmissionSettings
 from dgd.domain.crds import all_crds
 from dgd.messages.config import OperatorConfig, load_config
+from tests.unit.daemon.reviews import OTHER, READER, ReviewingCluster, service_account
 from tests.unit.deploy.exercise import (
     OPERATOR_NS,
     SERVED,
@@ -305,6 +315,7 @@ def test_every_operator_permission_is_bound_to_its_service_account() -> None:
         ("RoleBinding", f"{RELEASE}-leader-election"),
         ("ClusterRoleBinding", f"{RELEASE}-webhook"),
         ("RoleBinding", f"{RELEASE}-webhook"),
+        ("ClusterRoleBinding", f"{RELEASE}-metrics-auth"),
     ):
         binding = find(documents, kind, name)
         assert binding["subjects"] == [account]
@@ -354,12 +365,20 @@ def test_the_restricted_roles_grant_exactly_the_calls_made_in_the_watched_namesp
     delegated = granted(documents, "Role", f"{RELEASE}-delegated")
     assert run.delegated == delegated, difference(run.delegated, delegated)
     assert run.lease == granted(documents, "Role", f"{RELEASE}-leader-election")
-    # and nothing cluster-scoped is granted but the webhooks' registration (their configurations are)
+    # and nothing cluster-scoped is granted but the webhooks' registration (their configurations are) and
+    # the secure metrics' reviews (so are they), beside the role scrapers are bound to
     cluster_scoped = {
         (d["kind"], d["metadata"]["name"]) for d in documents if "namespace" not in d["metadata"]
     }
     webhook = generate.RESTRICTED.webhook_cluster_role_name
-    assert cluster_scoped == {("ClusterRole", webhook), ("ClusterRoleBinding", webhook)}
+    reviews = generate.RESTRICTED.metrics_auth_cluster_role_name
+    assert cluster_scoped == {
+        ("ClusterRole", webhook),
+        ("ClusterRoleBinding", webhook),
+        ("ClusterRole", reviews),
+        ("ClusterRoleBinding", reviews),
+        ("ClusterRole", generate.RESTRICTED.metrics_reader_cluster_role_name),
+    }
     roles = [d for d in documents if d["kind"] in ("Role", "RoleBinding")]
     assert {d["metadata"]["namespace"] for d in roles} == {generate.NAMESPACE}
 
@@ -546,3 +565,62 @@ def test_our_crds_serve_the_status_and_scale_subresources_the_port_expects() -> 
                 "statusReplicasPath": resource.scale.status_replicas,
                 "labelSelectorPath": resource.scale.selector,
             }
+
+
+async def scrape(port: int, token: str) -> int:
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"https://127.0.0.1:{port}/metrics", headers=headers, ssl=False) as response,
+    ):
+        return response.status
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", [CLUSTER_WIDE_RBAC, RESTRICTED_RBAC])
+async def test_the_metrics_roles_grant_exactly_the_reviews_a_scrape_needs_and_what_it_is_asked(
+    path: str, tmp_path: Path
+) -> None:
+    # given the metrics server as the installation's Deployment and configuration run it
+    install = generate.RESTRICTED if path == RESTRICTED_RBAC else generate.CLUSTER_WIDE
+    (container,) = install.deployment()["spec"]["template"]["spec"]["containers"]
+    config = tmp_path / "config.yaml"
+    config.write_text(install.config_map()["data"]["config.yaml"], encoding="utf-8")
+    parser = argparse.ArgumentParser()
+    add_command(parser.add_subparsers(dest="command"))
+    args = [str(config) if a == generate.CONFIG_PATH else a for a in container["args"]]
+    settled = options(parser.parse_args(args)).settings
+    assert settled.metrics_secure, "the installation's metrics are not secure"
+    calls: list[Call] = []
+    api = ReviewingCluster(
+        tokens={"reader": service_account(READER), "other": service_account(OTHER)},
+        grants={(READER, "/metrics", "get")},
+    )
+    secure = SecureMetrics(RecordingCluster(api, calls), cert_dir=settled.metrics_cert_dir, wall=time.time)
+
+    # when a reader, someone else and a stranger scrape it
+    async with AsyncExitStack() as stack:
+        context = await secure.start(stack)
+        app = metrics_app(CollectorRegistry(), secure.access.middleware())
+        server = await Server.start(app, "127.0.0.1", 0, tls=context)
+        stack.push_async_callback(server.stop)
+        assert [await scrape(server.port, token) for token in ("reader", "other", "stranger")] == [
+            200,
+            403,
+            401,
+        ]
+
+    # then the operator's calls are exactly what its metrics ClusterRole grants
+    documents = committed(path)
+    need = frozenset(call.permission for call in calls)
+    given = granted(documents, "ClusterRole", install.metrics_auth_cluster_role_name)
+    assert need == given, difference(need, given)
+    # and the reader's ClusterRole grants exactly the access the SubjectAccessReviews asked about
+    asked = frozenset(
+        Permission("", attributes["path"], attributes["verb"])
+        for call in calls
+        if call.resource == "subjectaccessreviews"
+        for attributes in [call.body["spec"]["nonResourceAttributes"]]
+    )
+    reader = granted(documents, "ClusterRole", install.metrics_reader_cluster_role_name)
+    assert asked == reader, difference(asked, reader)

@@ -210,3 +210,19 @@ anything but Fail or Ignore. */}}
   verbs: [create]
 {{- end }}
 {{- end -}}
+
+{{/* Whether the metrics are served securely ("true" or "false"); rendering fails unless metrics.secure is a boolean. */}}
+{{- define "dgd-operator.metricsSecure" -}}
+{{- $secure := .Values.metrics.secure -}}
+{{- if not (kindIs "bool" $secure) -}}
+{{- fail (printf "metrics.secure: %s is not true or false: true serves /metrics over HTTPS to authorised scrapers only, false over plain HTTP to anyone" (toJson $secure)) -}}
+{{- end -}}
+{{- $secure -}}
+{{- end -}}
+
+{{/* A Secret the metrics certificate is mounted from (empty: each replica's own; none over plain HTTP). */}}
+{{- define "dgd-operator.metricsCertSecret" -}}
+{{- if eq (include "dgd-operator.metricsSecure" .) "true" -}}
+{{- .Values.metrics.certSecret | default "" -}}
+{{- end -}}
+{{- end -}}
