@@ -27,6 +27,7 @@ from typing import Any, TypeVar, cast
 import anyio
 import msgspec
 
+from dgd.actors.shelf import Shelf, controller_uid
 from dgd.cluster.errors import NotFound
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import (
@@ -42,7 +43,7 @@ from dgd.cluster.resources import (
     Resource,
 )
 from dgd.messages.grove import PodClique, PodCliqueSet
-from dgd.messages.meta import controller_of, identity
+from dgd.messages.meta import identity
 
 T = TypeVar("T")
 
@@ -55,12 +56,6 @@ class Change(msgspec.Struct, frozen=True):
     type: str
     old: Any
     new: Any
-
-
-def _controller_uid(obj: Any) -> str | None:
-    """The uid of the object's controller (its owner reference with ``controller: true``)."""
-    owner = controller_of(obj)
-    return owner.uid if owner is not None else None
 
 
 def _newer(candidate: str, current: str) -> bool:
@@ -129,10 +124,14 @@ Listener = Callable[[str, str, Any, Any], None]
 class Cache:
     """Objects by resource, namespace and name. Only informers fill it (and writers ``observe``)."""
 
-    def __init__(self, slim: Mapping[str, Callable[[Any], Any]] | None = None) -> None:
+    def __init__(
+        self, slim: Mapping[str, Callable[[Any], Any]] | None = None, *, packed: bool = True
+    ) -> None:
         #: resource id -> what of an object of that kind is kept (``SLIM``: the parts nothing reads go).
         self._slim = SLIM if slim is None else slim
-        self._objects: dict[str, dict[_Name, Any]] = {}
+        #: Whether objects are held packed (``dgd.actors.shelf``), decoded afresh for every read.
+        self._packed = packed
+        self._objects: dict[str, Shelf] = {}
         self._synced: dict[str, anyio.Event] = {}
         # resource -> the namespaces (None: all) still to be listed before it counts as synced.
         self._unlisted: dict[str, set[str | None]] = {}
@@ -153,10 +152,17 @@ class Cache:
         """Start caching ``resource`` (its informer calls this before its first list), listed in the
         namespaces ``scopes`` (``None``: all of them): synced once each was listed."""
         rid = str(resource)
-        self._objects.setdefault(rid, {})
+        self._shelf(resource)
         event = self._synced.setdefault(rid, anyio.Event())
         if not event.is_set():
             self._unlisted.setdefault(rid, set()).update(scopes)
+
+    def _shelf(self, resource: Resource[Any]) -> Shelf:
+        rid = str(resource)
+        shelf = self._objects.get(rid)
+        if shelf is None:
+            shelf = self._objects[rid] = Shelf(resource, packed=self._packed)
+        return shelf
 
     def slims(self, resource: Resource[Any]) -> bool:
         """Whether objects of ``resource`` are kept without parts of them (``SLIM``)."""
@@ -188,39 +194,44 @@ class Cache:
     def get(self, resource: Resource[T], namespace: str | None, name: str) -> T | None:
         return cast("T | None", self._objects[str(resource)].get((namespace, name)))
 
+    def version(self, resource: Resource[Any], namespace: str | None, name: str) -> str | None:
+        """The resourceVersion of the object held (``None``: none), read without decoding it."""
+        shelf = self._objects.get(str(resource))
+        return None if shelf is None else shelf.version((namespace, name))
+
     def list(self, resource: Resource[T], namespace: str | None = None) -> list[T]:
         """Objects of ``resource`` (in ``namespace``), ordered by namespace then name."""
-        objects = self._objects[str(resource)]
-        keys = sorted(k for k in objects if namespace is None or k[0] == namespace)
-        return [cast("T", objects[key]) for key in keys]
+        shelf = self._objects[str(resource)]
+        keys = sorted(k for k in shelf.names() if namespace is None or k[0] == namespace)
+        return [cast("T", shelf.get(key)) for key in keys]
 
     def count(self, resource: Resource[Any]) -> int:
-        return len(self._objects.get(str(resource), {}))
+        shelf = self._objects.get(str(resource))
+        return 0 if shelf is None else len(shelf)
 
     def controlled_by(self, resource: Resource[T], uid: str | None) -> builtins.list[T]:
         """Objects of ``resource`` whose controller owner reference names ``uid``, by namespace and name."""
         names = self._controlled.get(str(resource), {}).get(uid or "", set())
-        objects = self._objects[str(resource)]
-        return [cast("T", objects[name]) for name in sorted(names)]
+        shelf = self._objects[str(resource)]
+        return [cast("T", shelf.get(name)) for name in sorted(names)]
 
-    def _store(self, rid: str, name: _Name, obj: Any) -> None:
-        objects = self._objects.setdefault(rid, {})
-        old = objects.get(name)
-        if old is not None:
-            self._unindex(rid, name, old)
-        objects[name] = obj
-        owner = _controller_uid(obj)
+    def _store(self, resource: Resource[Any], name: _Name, obj: Any) -> None:
+        rid, shelf = str(resource), self._shelf(resource)
+        if name in shelf:
+            self._unindex(rid, name, shelf.controller(name))
+        shelf.put(name, obj)
+        owner = shelf.controller(name)
         if owner:
             self._controlled.setdefault(rid, {}).setdefault(owner, set()).add(name)
 
     def _drop(self, rid: str, name: _Name) -> Any:
-        old = self._objects.get(rid, {}).pop(name, None)
-        if old is not None:
-            self._unindex(rid, name, old)
-        return old
+        shelf = self._objects.get(rid)
+        if shelf is None or name not in shelf:
+            return None
+        self._unindex(rid, name, shelf.controller(name))
+        return shelf.pop(name)
 
-    def _unindex(self, rid: str, name: _Name, obj: Any) -> None:
-        owner = _controller_uid(obj)
+    def _unindex(self, rid: str, name: _Name, owner: str | None) -> None:
         names = self._controlled.get(rid, {}).get(owner or "")
         if names is not None:
             names.discard(name)
@@ -234,9 +245,8 @@ class Cache:
     ) -> builtins.list[Change]:
         """Set everything of ``resource`` (in ``namespace``; ``None``: in every namespace) from a fresh
         list; returns what changed since the last view."""
-        rid = str(resource)
-        objects = self._objects.setdefault(rid, {})
-        before = {k: v for k, v in objects.items() if namespace is None or k[0] == namespace}
+        rid, shelf = str(resource), self._shelf(resource)
+        before = {k for k in shelf.names() if namespace is None or k[0] == namespace}
         seen: set[_Name] = set()
         changes: builtins.list[Change] = []
         slim = self._slim.get(rid)
@@ -245,15 +255,14 @@ class Cache:
                 obj = slim(obj)
             where, name, version = identity(obj)
             seen.add((where, name))
-            old = before.get((where, name))
-            if old is None:
+            held = shelf.version((where, name)) if (where, name) in before else None
+            if held is None:
                 changes.append(Change("ADDED", None, obj))
-            elif identity(old)[2] != version:
-                changes.append(Change("MODIFIED", old, obj))
-            self._store(rid, (where, name), obj)
-        for key in sorted(before.keys() - seen):
-            self._drop(rid, key)
-            changes.append(Change("DELETED", before[key], None))
+            elif held != version:
+                changes.append(Change("MODIFIED", shelf.get((where, name)), obj))
+            self._store(resource, (where, name), obj)
+        for key in sorted(before - seen):
+            changes.append(Change("DELETED", self._drop(rid, key), None))
         for change in changes:
             self._tell(rid, change.type, change.old, change.new)
         unlisted = self._unlisted.get(rid)
@@ -274,8 +283,8 @@ class Cache:
         if event_type == "DELETED":
             old = self._drop(rid, (namespace, name))
         else:
-            old = self._objects.setdefault(rid, {}).get((namespace, name))
-            self._store(rid, (namespace, name), obj)
+            old = self._shelf(resource).get((namespace, name))
+            self._store(resource, (namespace, name), obj)
         self._tell(rid, event_type, old, obj)
         return old
 
@@ -296,26 +305,25 @@ class Cache:
     def outdated(self, resource: Resource[Any], obj: Any) -> bool:
         """Whether the cache already holds a newer version of ``obj`` than ``obj`` (one a writer
         ``observe`` d before the watch caught up); only numeric versions are compared."""
-        objects = self._objects.get(str(resource))
-        if objects is None:
+        shelf = self._objects.get(str(resource))
+        if shelf is None:
             return False
         namespace, name, version = identity(obj)
-        current = objects.get((namespace, name))
-        if current is None:
+        held = shelf.version((namespace, name))
+        if held is None:
             return False
-        held = identity(current)[2]
         return version.isdigit() and held.isdigit() and int(version) < int(held)
 
     def observe(self, resource: Resource[Any], obj: Any) -> None:
         """Record what a write returned, unless the cache already holds that version or a newer one."""
-        objects = self._objects.get(str(resource))
-        if objects is None:
+        shelf = self._objects.get(str(resource))
+        if shelf is None:
             return
         namespace, name, version = identity(obj)
-        current = objects.get((namespace, name))
-        if current is None or _newer(version, identity(current)[2]):
+        held = shelf.version((namespace, name))
+        if held is None or _newer(version, held):
             slim = self._slim.get(str(resource))
-            self._store(str(resource), (namespace, name), obj if slim is None else slim(obj))
+            self._store(resource, (namespace, name), obj if slim is None else slim(obj))
 
     def forget(self, resource: Resource[Any], namespace: str | None, name: str) -> None:
         """Drop an object this process just deleted (its watch event will say the same)."""
@@ -381,7 +389,7 @@ class Reader:
         if self._answers(resource):
             return self._cache.controlled_by(resource, uid)
         listed = (await self._cluster.list(resource, namespace=namespace)).items
-        return [obj for obj in listed if uid is not None and _controller_uid(obj) == uid]
+        return [obj for obj in listed if uid is not None and controller_uid(obj) == uid]
 
     async def list(self, resource: Resource[T], namespace: str) -> list[T]:
         """Objects of ``resource`` in ``namespace``."""
