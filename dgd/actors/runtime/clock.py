@@ -56,11 +56,13 @@ class _ManualTimer:
 
     def __init__(self, when: float, callback: Callable[[], None]) -> None:
         self.when = when
-        self.callback = callback
+        self.callback: Callable[[], None] | None = callback
         self.cancelled = False
 
     def cancel(self) -> None:
+        # What the callback holds (an ask's reply and message) goes now, not when the timer is due.
         self.cancelled = True
+        self.callback = None
 
 
 class ManualClock:
@@ -101,7 +103,7 @@ class ManualClock:
         await settle()
         while self._timers and self._timers[0][0] <= target:
             _, _, timer = heapq.heappop(self._timers)
-            if timer.cancelled:
+            if timer.cancelled or timer.callback is None:
                 continue
             self._now = max(self._now, timer.when)
             timer.callback()
