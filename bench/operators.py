@@ -153,3 +153,28 @@ async def until_quiet(pid: int, quiet: float, timeout: float) -> None:
         now = cpu_seconds(pid)
         if now != last:
             last, since = now, time.monotonic()
+
+
+#: The libraries the daemon runs on, imported alone: the required stack (anyio, msgspec, tenacity,
+#: uvloop, kubernetes-asyncio as the operator imports it: without its generated classes) and what the
+#: daemon also loads (aiohttp through kubernetes-asyncio, prometheus-client, cryptography, PyYAML).
+LIBRARIES = (
+    "anyio", "msgspec", "tenacity", "uvloop", "kubernetes_asyncio.config", "kubernetes_asyncio.watch",
+    "aiohttp", "prometheus_client", "cryptography.x509", "yaml",
+)  # fmt: skip
+_FLOOR = """
+import importlib, importlib.util, sys
+spec = importlib.util.spec_from_file_location("lean_client", sys.argv[1])
+lean = importlib.util.module_from_spec(spec); spec.loader.exec_module(lean); lean.install()
+for name in sys.argv[2:]:
+    importlib.import_module(name)
+print(next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmRSS")))
+"""
+
+
+def libraries_mib(python: str = sys.executable) -> float:
+    """RSS (MiB) of a fresh interpreter that imported ``LIBRARIES`` alone and nothing of ``dgd`` (the
+    lean kubernetes-asyncio client is loaded from its file, not through the package)."""
+    lean = Path(__file__).resolve().parent.parent / "dgd" / "cluster" / "kube" / "lean_client.py"
+    out = subprocess.run([python, "-c", _FLOOR, str(lean), *LIBRARIES], check=True, capture_output=True)
+    return int(out.stdout) / 1024

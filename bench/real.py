@@ -70,6 +70,7 @@ from operators import (  # noqa: E402
     cpu_seconds,
     dgd_launch,
     kopf_launch,
+    libraries_mib,
     memory_mib,
     running,
     until_quiet,
@@ -98,9 +99,13 @@ class Result:
     p50_s: float
     p95_s: float
     first_s: float
+    #: From the first create to the last one sent (how fast the load went in).
+    created_s: float
     cpu_ms_per_dgd: float
     cpu_ms_per_dgd_settled: float
     baseline_rss_mib: float
+    #: A fresh interpreter that imported the daemon's libraries alone (``operators.libraries_mib``).
+    libraries_rss_mib: float
     peak_rss_mib: float
     settled_rss_mib: float
     operator_requests_per_dgd: float
@@ -233,9 +238,11 @@ async def _measure_on(
         p50_s=percentile(latencies, 50),
         p95_s=percentile(latencies, 95),
         first_s=min(load.done.values()) - start,
+        created_s=max(load.sent.values()) - min(load.sent.values()),
         cpu_ms_per_dgd=(cpu1 - cpu0) * 1000 / n,
         cpu_ms_per_dgd_settled=(cpu2 - cpu0) * 1000 / n,
         baseline_rss_mib=rss0,
+        libraries_rss_mib=libraries_mib(),
         peak_rss_mib=peak,
         settled_rss_mib=rss2,
         operator_requests_per_dgd=sum(ours.values()) / n,
@@ -262,16 +269,19 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
     print(f"  DGDs:     N x {EXAMPLE.relative_to(DYNAMO.parent)}, {args.concurrency} creates at a time; "
           f"stand-in Grove delay {args.grove_delay:g}s")  # fmt: skip
     print()
-    print(f"{'N':>5} {'all s':>7} {'first s':>7} {'p50 s':>7} {'p95 s':>7} {'CPU ms/DGD':>10} "
+    print(f"{'N':>5} {'all s':>7} {'created s':>9} {'first s':>7} {'p50 s':>7} {'p95 s':>7} "
+          f"{'CPU ms/DGD':>10} "
           f"{'(settled)':>9} {'op req/DGD':>10} {'DGD+PCS+Ev writes':>17} {'all req/DGD':>11} "
-          f"{'base MiB':>8} {'peak MiB':>8} "
+          f"{'libs MiB':>8} {'base MiB':>8} {'peak MiB':>8} "
           f"{'settled MiB':>11} {'load':>5}")  # fmt: skip
     for r in results:
-        print(f"{r.n:>5} {r.all_successful_s:>7.1f} {r.first_s:>7.1f} {r.p50_s:>7.1f} {r.p95_s:>7.1f} "
+        print(f"{r.n:>5} {r.all_successful_s:>7.1f} {r.created_s:>9.1f} {r.first_s:>7.1f} {r.p50_s:>7.1f} "
+              f"{r.p95_s:>7.1f} "
               f"{r.cpu_ms_per_dgd:>10.1f} {r.cpu_ms_per_dgd_settled:>9.1f} "
               f"{r.operator_requests_per_dgd:>10.2f} {r.table_writes_per_dgd:>17.2f} "
               f"{r.all_requests_per_dgd:>11.2f} "
-              f"{r.baseline_rss_mib:>8.1f} {r.peak_rss_mib:>8.1f} {r.settled_rss_mib:>11.1f} "
+              f"{r.libraries_rss_mib:>8.1f} {r.baseline_rss_mib:>8.1f} {r.peak_rss_mib:>8.1f} "
+              f"{r.settled_rss_mib:>11.1f} "
               f"{r.load_before:>5.2f}")  # fmt: skip
     for r in results:
         print(f"\nrequests per DGD at N={r.n}: the operator's (audit log) and all clients' "

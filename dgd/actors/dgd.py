@@ -42,6 +42,7 @@ from dgd.actors.children.shared_resources import SharedResources
 from dgd.actors.children.step_failed import StepFailed
 from dgd.actors.children.topology_status import TopologyStatus
 from dgd.actors.dgd_writer import FINALIZER, DGDWriter
+from dgd.actors.on_demand import OnDemand
 from dgd.actors.programs.component import ComponentProgram
 from dgd.actors.programs.grove import GroveProgram
 from dgd.actors.programs.result import Program
@@ -52,9 +53,7 @@ from dgd.actors.retries import Intent, Retries
 from dgd.actors.runtime import (
     Actor,
     Backoff,
-    ChildSpec,
     Ref,
-    Restart,
     Strategy,
     Supervision,
 )
@@ -138,6 +137,7 @@ class DGDActor(Reconciler):
         self._wall = wall
         self._keys = keys
         self._running: Program | None = None
+        self._children = OnDemand()
         self._reconciled_before = False
 
     async def receive(self, message: Nudge) -> None:
@@ -147,6 +147,7 @@ class DGDActor(Reconciler):
             return
         if self._workers is None:
             await self._reconcile_and_report(intent)
+            await self._rest()
             return
         # Nudges that arrive while this waits for a worker coalesce into one more reconcile; none is
         # granted once the operator drains.
@@ -155,6 +156,14 @@ class DGDActor(Reconciler):
             if granted:
                 self._reconciled_before = True
                 await self._reconcile_and_report(intent)
+        await self._rest()
+
+    async def _rest(self) -> None:
+        """Let the children go once a reconcile is done, unless a rollout runs (``OnDemand``)."""
+        dgd = self._reader.cache.get(DGD, self._namespace, self._name)
+        rollout = dgd.status.rolling_update if dgd is not None and dgd.status is not None else None
+        if rollout is None or rollout.phase not in ("Pending", "InProgress"):
+            await self._children.rest(self.context)
 
     def _intent(self) -> Intent | None:
         dgd = self._reader.cache.get(DGD, self._namespace, self._name)
@@ -285,13 +294,13 @@ class DGDActor(Reconciler):
             self._running = (
                 await self._component_program() if provider == COMPONENT else await self._grove_program()
             )
+        else:
+            await self._children.wake(self.context)
         return self._running
 
     async def _child(self, name: str, build: Callable[[], Actor[Any]]) -> Ref[Any]:
-        """The child ``name`` (a permanent one), started with ``build`` on first use."""
-        if self.context.has_child(name):
-            return self.context.child(name)
-        return await self.context.start_child(ChildSpec(name, build, Restart.PERMANENT))
+        """The child ``name`` (a permanent one), started with ``build`` when not running."""
+        return await self._children.child(self.context, name, build)
 
     async def _checkpoint_storage(self) -> Ref[ResolveCheckpoints | FinalizeCheckpoints]:
         return await self._child(

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
 import msgspec
 import pytest
 
 from dgd.actors.tree import DGDS
 from dgd.cluster.errors import Forbidden, NotFound
 from dgd.cluster.memory.adapter import MemoryCluster
+from dgd.cluster.protocol import Cluster
+from dgd.cluster.proxy import APICall, ClusterProxy
 from dgd.cluster.resources import DCD, DGD, PCLQ, PCS, ROLE, SERVICE, SERVICE_ACCOUNT
 from dgd.domain.gates import Gates
 from dgd.messages.dgd import DynamoGraphDeployment
 from tests.unit.actors.operator.harness import NS, manifest, running_operator
 
 pytestmark = pytest.mark.anyio
+
+R = TypeVar("R")
 
 
 async def ready_reason(op: object, name: str = "demo") -> tuple[str, str, str, str]:
@@ -121,19 +128,32 @@ async def test_deleting_a_dgd_runs_its_finalizer_and_garbage_collection_removes_
         assert op.system.lookup(f"{DGDS}/{NS}/demo") is None
 
 
-async def test_a_crashed_child_fails_one_reconcile_and_the_retry_converges() -> None:
-    async with running_operator() as op:
-        # given a successful DGD
-        await op.apply(manifest())
-        await op.grove_accepts()
-        await op.grove_realizes()
+class CrashOnce(ClusterProxy):
+    """The operator's client, but the first ``verb`` of ``kind`` raises a bug (not an API error) in
+    whichever actor sends it: that actor crashes."""
 
-        # when its shared-resources child crashes and the DGD is reconciled before it is back
-        assert op.system.kill(f"{DGDS}/{NS}/demo/shared-resources")
-        op.nudge()
-        await op.settle()
+    def __init__(self, verb: str, kind: str) -> None:
+        self.verb, self.kind, self.crashed = verb, kind, False
+
+    def __call__(self, inner: Cluster) -> Cluster:
+        ClusterProxy.__init__(self, inner)
+        return self
+
+    async def forward(self, call: APICall, send: Callable[[], Awaitable[R]]) -> R:
+        if not self.crashed and (call.verb, call.resource.kind) == (self.verb, self.kind):
+            self.crashed = True
+            raise RuntimeError("a bug in the step that writes this")
+        return await send()
+
+
+async def test_a_crashed_child_fails_one_reconcile_and_the_retry_converges() -> None:
+    # given a new DGD whose shared-resources child crashes on its first write of a Role
+    crash = CrashOnce("create", "Role")
+    async with running_operator(proxy=crash) as op:
+        await op.apply(manifest())
 
         # then that reconcile failed, and the status says so in words (no actor path: issue 17)
+        assert crash.crashed
         assert await ready_reason(op) == (
             "failed",
             "False",
@@ -141,11 +161,31 @@ async def test_a_crashed_child_fails_one_reconcile_and_the_retry_converges() -> 
             "an internal step of the operator did not complete; it is retried",
         )
 
-        # when the child's restart and the retry's backoff have passed
+        # when the child's restart and the retry's backoff have passed, and Grove did its part
         await op.advance(2.0)
+        await op.grove_accepts()
+        await op.grove_realizes()
 
-        # then the DGD converged again
+        # then the DGD converged, the Role written by the restarted child
         assert (await ready_reason(op))[:3] == ("successful", "True", "all_resources_are_ready")
+        assert (await op.cluster.list(ROLE, namespace=NS)).items
+
+
+async def test_a_dgds_children_run_only_while_a_reconcile_needs_them() -> None:
+    async with running_operator() as op:
+        # given a successful DGD on Grove
+        await op.apply(manifest())
+        await op.grove_accepts()
+        await op.grove_realizes()
+        assert (await ready_reason(op))[0] == "successful"
+        # then, its reconciles done, its actor holds no children (they start again when asked for)
+        assert not op.system.lookup(f"{DGDS}/{NS}/demo/shared-resources")
+        assert op.system.lookup(f"{DGDS}/{NS}/demo") is not None
+        # and a later change is reconciled as before
+        await op.cluster.patch(DGD.key(NS, "demo"), {"metadata": {"labels": {"team": "a"}}})
+        op.nudge()
+        await op.settle()
+        assert (await ready_reason(op))[0] == "successful"
 
 
 async def test_the_services_of_a_removed_component_are_deleted() -> None:
