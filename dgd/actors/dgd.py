@@ -160,10 +160,7 @@ class DGDActor(Reconciler):
 
     async def _rest(self) -> None:
         """Let the children go once a reconcile is done, unless a rollout runs (``OnDemand``)."""
-        dgd = self._reader.cache.get(DGD, self._namespace, self._name)
-        rollout = dgd.status.rolling_update if dgd is not None and dgd.status is not None else None
-        if rollout is None or rollout.phase not in ("Pending", "InProgress"):
-            await self._children.rest(self.context)
+        await self._children.rest(self.context, self._reader.cache.get(DGD, self._namespace, self._name))
 
     def _intent(self) -> Intent | None:
         dgd = self._reader.cache.get(DGD, self._namespace, self._name)

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dgd.actors.runtime import Actor, ChildSpec, Context, Ref, Restart
+from dgd.messages.dgd import DynamoGraphDeployment
 
 
 class OnDemand:
@@ -37,7 +38,11 @@ class OnDemand:
             if not context.has_child(name):
                 await context.start_child(ChildSpec(name, build, Restart.PERMANENT))
 
-    async def rest(self, context: Context[Any]) -> None:
-        """Stop every child, the last started first (``wake`` brings them back)."""
+    async def rest(self, context: Context[Any], dgd: DynamoGraphDeployment | None) -> None:
+        """Stop every child, the last started first (``wake`` brings them back), unless ``dgd`` (as
+        the reconcile left it) has a rollout running."""
+        rollout = dgd.status.rolling_update if dgd is not None and dgd.status is not None else None
+        if rollout is not None and rollout.phase in ("Pending", "InProgress"):
+            return
         for name in reversed(context.child_ids()):
             await context.stop_child(name)
