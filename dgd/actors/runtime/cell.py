@@ -97,6 +97,7 @@ class ActorCell(Context[M]):
         "_kill_reason",
         "_mailbox",
         "_parent",
+        "__weakref__",
         "_started",
         "_stop_requested",
         "_stopping",

@@ -17,6 +17,7 @@ Delivery guarantees (for every sender, inside an actor or not):
 from __future__ import annotations
 
 import asyncio
+import weakref
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -39,14 +40,15 @@ current_actor: ContextVar[ActorCell[Any] | None] = ContextVar("current_actor", d
 
 
 class Ref(Generic[M]):
-    """The address of the actor at one path; it stays valid while that actor restarts."""
+    """The address of the actor at one path; it stays valid while that actor restarts. It holds the
+    actor it last found weakly: a ``Ref`` kept after its actor stopped does not keep it in memory."""
 
     __slots__ = ("_cell", "_path", "_system")
 
     def __init__(self, system: ActorSystem, path: str, cell: ActorCell[Any] | None = None) -> None:
         self._system = system
         self._path = path
-        self._cell = cell
+        self._cell: weakref.ref[ActorCell[Any]] | None = weakref.ref(cell) if cell is not None else None
 
     @property
     def path(self) -> str:
@@ -138,11 +140,12 @@ class Ref(Generic[M]):
         return answer
 
     def _resolve(self) -> ActorCell[Any] | None:
-        # Follow the path again once the cell we knew was replaced (its supervisor restarted).
-        cell = self._cell
+        # Follow the path again once the cell we knew was replaced (its supervisor restarted) or gone.
+        known = self._cell
+        cell = known() if known is not None else None
         if cell is None or cell.retired:
             cell = self._system.lookup(self._path)
-            self._cell = cell
+            self._cell = weakref.ref(cell) if cell is not None else None
         return cell
 
 
