@@ -1,9 +1,10 @@
 """The whole run's fixtures: the real Kubernetes control plane, shared by every real-server test.
 
 ``control_plane`` starts upstream etcd, kube-apiserver and kube-controller-manager (built by ``make
-kube``, or from ``$KUBEBUILDER_ASSETS``) once per run, on first use, with the CRDs the operator and its
-tests need applied, and stops them with the run (also when it is interrupted: the launcher ends its
-children at exit). Tests that share it use namespaces of their own.
+kube``, or from ``$KUBEBUILDER_ASSETS``; ``$DGD_KUBE_VERSION`` picks another release's build, as ``make
+test-k8s KUBE_VERSION=1.x.y`` does, and the apiserver must then report it) once per run, on first
+use, with the CRDs the operator and its tests need applied, and stops them with the run (also when it
+is interrupted: the launcher ends its children at exit). Tests that share it use namespaces of their own.
 
 Without binaries the real-server tests skip with one line saying how to enable them; under
 ``CI=true`` that is a failure, so CI cannot pass without the real tier. At the end the run prints

@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from tests.conftest import _runs_the_asked_version
 from tests.real.controlplane import (
     KUBE_VERSION_ENV,
     REPO_ROOT,
@@ -92,3 +94,27 @@ def test_build_sh_refuses_a_version_that_is_no_release_before_touching_anything(
     assert f"version '{raw}' is not a Kubernetes release" in result.stderr
     assert "v1.<minor>.<patch>" in result.stderr
     assert not (tmp_path / "dgd-operator").exists()
+
+
+@pytest.mark.parametrize(("asked", "served"), [("1.34.12", "v1.36.5"), ("v1.36.5", "v1.34.12")])
+def test_the_tier_fails_when_the_apiserver_is_not_the_asked_release(
+    asked: str, served: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given binaries (from KUBEBUILDER_ASSETS, say) whose apiserver is another release than the one asked for
+    monkeypatch.setenv(KUBE_VERSION_ENV, asked)
+    plane = SimpleNamespace(apiserver_version=served, binaries=SimpleNamespace(folder=Path("/assets")))
+
+    # then the tier fails, naming both versions
+    with pytest.raises(
+        pytest.fail.Exception, match=rf"asks for Kubernetes v{asked.removeprefix('v')}.*is {served}"
+    ):
+        _runs_the_asked_version(plane)  # type: ignore[arg-type]
+
+
+def test_the_asked_release_or_none_at_all_lets_the_tier_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    plane = SimpleNamespace(apiserver_version="v1.34.12", binaries=SimpleNamespace(folder=Path("/cache")))
+
+    monkeypatch.setenv(KUBE_VERSION_ENV, "1.34.12")
+    _runs_the_asked_version(plane)  # type: ignore[arg-type]
+    monkeypatch.delenv(KUBE_VERSION_ENV)
+    _runs_the_asked_version(plane)  # type: ignore[arg-type]
