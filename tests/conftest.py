@@ -1,9 +1,10 @@
 """The whole run's fixtures: the real Kubernetes control plane, shared by every real-server test.
 
 ``control_plane`` starts upstream etcd, kube-apiserver and kube-controller-manager (built by ``make
-kube``, or from ``$KUBEBUILDER_ASSETS``) once per run, on first use, with the CRDs the operator and its
-tests need applied, and stops them with the run (also when it is interrupted: the launcher ends its
-children at exit). Tests that share it use namespaces of their own.
+kube``, or from ``$KUBEBUILDER_ASSETS``; ``$DGD_KUBE_VERSION`` picks another release's build, as ``make
+test-k8s KUBE_VERSION=1.x.y`` does, and the apiserver must then report it) once per run, on first
+use, with the CRDs the operator and its tests need applied, and stops them with the run (also when it
+is interrupted: the launcher ends its children at exit). Tests that share it use namespaces of their own.
 
 Without binaries the real-server tests skip with one line saying how to enable them; under
 ``CI=true`` that is a failure, so CI cannot pass without the real tier. At the end the run prints
@@ -23,7 +24,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.real.controlplane import BinariesNotFoundError, ControlPlane, find_binaries
+from tests.real.controlplane import (
+    KUBE_VERSION_ENV,
+    BinariesNotFoundError,
+    ControlPlane,
+    find_binaries,
+    kube_version,
+)
 from tests.upstream import CRD_DIR, GROVE, UPSTREAM
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,6 +97,7 @@ def control_plane() -> Iterator[ControlPlane]:
         raise
     with ControlPlane(binaries=binaries) as plane:
         _real.update(apiserver=plane.apiserver_version, etcd=plane.etcd_version)
+        _runs_the_asked_version(plane)
         files = [arg for crd in REAL_CRDS for arg in ("-f", str(crd))]
         applied = kubectl(plane, "apply", "--server-side", *files)
         assert applied.returncode == 0, applied.stderr.decode()
@@ -99,6 +107,17 @@ def control_plane() -> Iterator[ControlPlane]:
         if plane.with_controller_manager:
             _collector_knows_our_kinds(plane)
         yield plane
+
+
+def _runs_the_asked_version(plane: ControlPlane) -> None:
+    """Under ``$DGD_KUBE_VERSION`` (``make test-k8s``) the apiserver must be that release, whichever
+    folder the binaries came from (``$KUBEBUILDER_ASSETS`` wins over the build cache)."""
+    if os.environ.get(KUBE_VERSION_ENV, "").strip() and plane.apiserver_version != kube_version():
+        pytest.fail(
+            f"{KUBE_VERSION_ENV} asks for Kubernetes {kube_version()}, but kube-apiserver in "
+            f"{plane.binaries.folder} is {plane.apiserver_version}",
+            pytrace=False,
+        )
 
 
 def _collector_knows_our_kinds(plane: ControlPlane, timeout: float = 90.0) -> None:
@@ -166,7 +185,10 @@ _targets: dict[str, str] = {}
 _real_tests: set[str] = set()
 
 
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects: the ``real`` marker is given here
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Records each conformance test's target, and marks the real-server tier ``real`` (``-m real``
+    selects it: the tests on the control plane and the conformance suite's ``real`` target)."""
     for item in items:
         callspec = getattr(item, "callspec", None)
         target = callspec.id.split("-")[0] if callspec is not None and "harness" in callspec.params else None
@@ -174,6 +196,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             _targets[item.nodeid] = target
         if "control_plane" in getattr(item, "fixturenames", ()) or target == "real":
             _real_tests.add(item.nodeid)
+            item.add_marker(pytest.mark.real)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

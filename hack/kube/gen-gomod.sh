@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Regenerates hack/kube/go.mod for one Kubernetes release, then resolves go.sum.
 #
-# Usage: hack/kube/gen-gomod.sh [v1.36.5]
+# Usage: hack/kube/gen-gomod.sh [v1.36.5] [DIR]
+#
+# Without DIR it rewrites the committed hack/kube/go.mod and go.sum (the default version). With DIR it
+# writes a module of its own there instead (go.mod, go.sum and a copy of hack/kube/cmd/), which is how
+# hack/kube/build.sh builds another version without touching the committed pin.
 #
 # k8s.io/kubernetes replaces its ~33 k8s.io/* staging modules with ./staging/... paths that do not
 # exist outside its own tree, so a module depending on it must replace every one of them with the
@@ -11,6 +15,11 @@ set -euo pipefail
 
 K8S_VERSION="${1:-v1.36.5}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+dir="${2:-$here}"
+[[ "$K8S_VERSION" =~ ^v1\.[0-9]+\.[0-9]+$ ]] || {
+	echo "gen-gomod.sh: version '${K8S_VERSION}' is not a Kubernetes release; expected v1.<minor>.<patch>, e.g. v1.36.5" >&2
+	exit 1
+}
 export GOTOOLCHAIN=local GOFLAGS=-mod=mod
 
 command -v go >/dev/null || { echo "gen-gomod.sh: 'go' is not on PATH; install Go to regenerate go.mod" >&2; exit 1; }
@@ -19,6 +28,7 @@ upstream="$(go mod download -json "k8s.io/kubernetes@${K8S_VERSION}" | sed -n 's
 [[ -f "$upstream" ]] || { echo "gen-gomod.sh: could not download k8s.io/kubernetes@${K8S_VERSION}" >&2; exit 1; }
 
 staging_version="v0.${K8S_VERSION#v1.}"
+mkdir -p "$dir"
 go_line="$(grep -m1 '^go ' "$upstream")"
 godebug_line="$(grep -m1 '^godebug ' "$upstream" || true)"
 etcd_version="$(awk '$1 == "go.etcd.io/etcd/server/v3" { print $2; exit }' "$upstream")"
@@ -43,8 +53,13 @@ etcd_version="$(awk '$1 == "go.etcd.io/etcd/server/v3" { print $2; exit }' "$ups
 		inside && $2 == "=>" && $3 ~ /^\.\/staging\// { printf "\t%s => %s %s\n", $1, $1, v }
 	' "$upstream"
 	echo ")"
-} >"$here/go.mod"
+} >"$dir/go.mod.tmp"
 
-rm -f "$here/go.sum"
-(cd "$here" && go mod tidy)
-echo "gen-gomod.sh: go.mod pinned to k8s.io/kubernetes ${K8S_VERSION}, staging ${staging_version}, etcd ${etcd_version}"
+if [[ "$dir" != "$here" ]]; then
+	rm -rf "$dir/cmd"
+	cp -R "$here/cmd" "$dir/cmd"
+fi
+mv -f "$dir/go.mod.tmp" "$dir/go.mod"
+rm -f "$dir/go.sum"
+(cd "$dir" && go mod tidy)
+echo "gen-gomod.sh: $dir/go.mod pinned to k8s.io/kubernetes ${K8S_VERSION}, staging ${staging_version}, etcd ${etcd_version}"

@@ -94,8 +94,12 @@ class Binaries:
     kubectl: Path | None
 
 
+#: Names the Kubernetes release to run instead of the pinned one (``make test-k8s KUBE_VERSION=...``).
+KUBE_VERSION_ENV: Final = "DGD_KUBE_VERSION"
+
+
 def pinned_kube_version() -> str:
-    """The Kubernetes version ``hack/kube/go.mod`` pins (``v1.36.5``), which names the build cache folder."""
+    """The Kubernetes version ``hack/kube/go.mod`` pins (``v1.36.5``), the tier's default."""
     go_mod = REPO_ROOT / "hack" / "kube" / "go.mod"
     match = re.search(r"^\s*k8s\.io/kubernetes (v\S+)\s*$", go_mod.read_text(), re.MULTILINE)
     if match is None:
@@ -103,11 +107,28 @@ def pinned_kube_version() -> str:
     return match.group(1)
 
 
+def kube_version(env: Mapping[str, str] | None = None) -> str:
+    """The Kubernetes version to run: ``$DGD_KUBE_VERSION`` (``v1.34.12`` or ``1.34.12``) if set, else
+    :func:`pinned_kube_version`. Raises :class:`ValueError` naming the variable for anything else."""
+    env = os.environ if env is None else env
+    raw = env.get(KUBE_VERSION_ENV, "").strip()
+    if not raw:
+        return pinned_kube_version()
+    version = "v" + raw.removeprefix("v")
+    if re.fullmatch(r"v1\.\d+\.\d+", version) is None:
+        raise ValueError(
+            f"{KUBE_VERSION_ENV}={raw!r} is not a Kubernetes release: expected v1.<minor>.<patch> "
+            "(e.g. v1.34.12), or unset for the pinned version"
+        )
+    return version
+
+
 def cache_dir(env: Mapping[str, str] | None = None) -> Path:
-    """Where ``hack/kube/build.sh`` puts binaries: ``${XDG_CACHE_HOME:-~/.cache}/dgd-operator/kube-<v>``."""
+    """Where ``hack/kube/build.sh`` puts binaries: ``${XDG_CACHE_HOME:-~/.cache}/dgd-operator/kube-<v>``,
+    ``<v>`` being :func:`kube_version`."""
     env = os.environ if env is None else env
     base = Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "dgd-operator" / f"kube-{pinned_kube_version()}"
+    return base / "dgd-operator" / f"kube-{kube_version(env)}"
 
 
 def default_state_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -132,11 +153,17 @@ def find_binaries(env: Mapping[str, str] | None = None) -> Binaries:
 
     apiserver, etcd = executable(APISERVER), executable(ETCD)
     if apiserver is None or etcd is None:
+        if assets:
+            how = "put them there, or unset KUBEBUILDER_ASSETS to use the build cache"
+        elif env.get(KUBE_VERSION_ENV, "").strip():
+            how = f"build them with `make kube KUBE_VERSION={kube_version(env)}` (hack/kube/build.sh)"
+        else:
+            how = (
+                "build them with `make kube` (hack/kube/build.sh) "
+                "or set KUBEBUILDER_ASSETS to a folder with them"
+            )
         source = "$KUBEBUILDER_ASSETS" if assets else "the build cache"
-        raise BinariesNotFoundError(
-            f"no executable kube-apiserver and etcd in {folder} ({source}); "
-            "build them with `make kube` (hack/kube/build.sh) or set KUBEBUILDER_ASSETS to a folder with them"
-        )
+        raise BinariesNotFoundError(f"no executable kube-apiserver and etcd in {folder} ({source}); {how}")
     return Binaries(folder, apiserver, etcd, executable(CONTROLLER_MANAGER), executable(KUBECTL))
 
 
