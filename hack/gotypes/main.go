@@ -1,9 +1,10 @@
 // Command gotypes prints, as JSON, how Go's encoding/json lays out the Kubernetes types a worker
-// hash and a last-applied hash cover: for every struct reachable from the roots, its fields in
+// hash and a last-applied hash cover (pod templates, and the kinds SyncResource writes): for every struct reachable from the roots, its fields in
 // declaration order (embedded inline structs flattened where they sit) with their JSON names and
 // omitempty/omitzero options. dgd/domain/gojson reads the table; it is data about k8s.io/api, not
 // code from it. With -encode it instead reads {"type": ..., "value": ...} lines on stdin, decodes
-// each value into that Go type and prints Go's json.Marshal of it (the oracle of the unit tests).
+// each value into that Go type and prints Go's json.Marshal of it (the oracle of the unit tests);
+// with -unstructured too, json.Marshal of runtime.DefaultUnstructuredConverter.ToUnstructured of it.
 package main
 
 import (
@@ -17,23 +18,34 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 var roots = map[string]reflect.Type{
-	"PodTemplateSpec": reflect.TypeOf(corev1.PodTemplateSpec{}),
-	"ServiceSpec":     reflect.TypeOf(corev1.ServiceSpec{}),
+	"PodTemplateSpec":       reflect.TypeOf(corev1.PodTemplateSpec{}),
+	"ServiceSpec":           reflect.TypeOf(corev1.ServiceSpec{}),
+	"Service":               reflect.TypeOf(corev1.Service{}),
+	"ServiceAccount":        reflect.TypeOf(corev1.ServiceAccount{}),
+	"ConfigMap":             reflect.TypeOf(corev1.ConfigMap{}),
+	"Secret":                reflect.TypeOf(corev1.Secret{}),
+	"PersistentVolumeClaim": reflect.TypeOf(corev1.PersistentVolumeClaim{}),
+	"Role":                  reflect.TypeOf(rbacv1.Role{}),
+	"RoleBinding":           reflect.TypeOf(rbacv1.RoleBinding{}),
+	"Ingress":               reflect.TypeOf(networkingv1.Ingress{}),
 }
 
 // leaves are types with their own MarshalJSON: named by kind, never walked.
 var leaves = map[reflect.Type]string{
-	reflect.TypeOf(resource.Quantity{}):   "quantity",
-	reflect.TypeOf(intstr.IntOrString{}):  "intorstring",
-	reflect.TypeOf(metav1.Time{}):         "time",
-	reflect.TypeOf(metav1.MicroTime{}):    "time",
-	reflect.TypeOf(metav1.FieldsV1{}):     "raw",
+	reflect.TypeOf(resource.Quantity{}):  "quantity",
+	reflect.TypeOf(intstr.IntOrString{}): "intorstring",
+	reflect.TypeOf(metav1.Time{}):        "time",
+	reflect.TypeOf(metav1.MicroTime{}):   "time",
+	reflect.TypeOf(metav1.FieldsV1{}):    "raw",
 }
 
 type field struct {
@@ -111,7 +123,7 @@ func fields(t reflect.Type, structs map[string][]field) []field {
 	return out
 }
 
-func encode() {
+func encode(unstructured bool) {
 	scanner := bufio.NewScanner(os.Stdin)
 	scanner.Buffer(make([]byte, 1<<20), 1<<24)
 	for scanner.Scan() {
@@ -126,7 +138,15 @@ func encode() {
 		if err := json.Unmarshal(line.Value, value.Interface()); err != nil {
 			panic(err)
 		}
-		out, err := json.Marshal(value.Interface())
+		var written any = value.Interface()
+		if unstructured {
+			converted, err := runtime.DefaultUnstructuredConverter.ToUnstructured(value.Interface())
+			if err != nil {
+				panic(err)
+			}
+			written = converted
+		}
+		out, err := json.Marshal(written)
 		if err != nil {
 			panic(err)
 		}
@@ -136,9 +156,10 @@ func encode() {
 
 func main() {
 	encodeMode := flag.Bool("encode", false, "encode {type, value} lines read on stdin")
+	unstructuredMode := flag.Bool("unstructured", false, "with -encode: convert to unstructured first")
 	flag.Parse()
 	if *encodeMode {
-		encode()
+		encode(*unstructuredMode)
 		return
 	}
 	structs := map[string][]field{}

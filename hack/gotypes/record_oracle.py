@@ -21,6 +21,7 @@ from typing import Any
 import msgspec
 
 from dgd.domain.render.offline import prepare, render
+from dgd.domain.render.shared_objects import discovery_rbac, mpi_secret, planner_rbac, wait_leader_config_map
 from dgd.messages.config import OperatorConfig
 from tests.upstream import DYNAMO, load_documents
 
@@ -123,6 +124,23 @@ CORNERS: list[dict[str, Any]] = [
 ]
 
 
+UNSTRUCTURED_KINDS = ("Service", "ServiceAccount", "ConfigMap", "Secret", "Role", "RoleBinding")
+UNSTRUCTURED_CORNERS: list[dict[str, Any]] = [
+    {"type": kind, "value": value, "unstructured": True}
+    for kind, value in [
+        ("Secret", mpi_secret("mpi", "ns", {"private.key": "YWJj", "public.key": "ZA=="}, "Opaque")),
+        ("Secret", {"kind": "Secret", "metadata": {"name": "s"}}),
+        ("ConfigMap", {"kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"b": "2", "a": "<&>"}}),
+        ("Role", {"kind": "Role", "rules": [{"verbs": ["get"], "resources": ["pods"], "apiGroups": [""]}]}),
+        *(
+            ("RoleBinding" if o["kind"] == "RoleBinding" else "ServiceAccount", o)
+            for o in planner_rbac("ns", "cr")
+        ),
+        ("Service", {"kind": "Service", "spec": {"ports": [{"port": 80}]}}),
+    ]
+]
+
+
 def _pod_templates(obj: dict[str, Any]) -> list[dict[str, Any]]:
     if obj.get("kind") == "DynamoComponentDeployment":
         template = (obj.get("spec") or {}).get("podTemplate")
@@ -134,7 +152,7 @@ def _pod_templates(obj: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _cases() -> list[dict[str, Any]]:
-    cases = list(CORNERS)
+    cases = [*CORNERS, *UNSTRUCTURED_CORNERS]
     for path in SOURCES:
         for document in load_documents(path):
             if not isinstance(document, dict) or document.get("kind") != "DynamoGraphDeployment":
@@ -155,16 +173,18 @@ def _cases() -> list[dict[str, Any]]:
                     cases.extend({"type": "PodTemplateSpec", "value": t} for t in _pod_templates(obj))
                     if obj.get("kind") == "Service":
                         cases.append({"type": "ServiceSpec", "value": obj["spec"]})
+                for obj in [*objects, *discovery_rbac(dgd), wait_leader_config_map(dgd)]:
+                    if obj.get("kind") in UNSTRUCTURED_KINDS:
+                        cases.append({"type": obj["kind"], "value": obj, "unstructured": True})
     unique = {json.dumps(case, sort_keys=True): case for case in cases}
     return list(unique.values())
 
 
-def main() -> None:
-    cases = _cases()
+def _go(cases: list[dict[str, Any]], *flags: str) -> list[str]:
     env = {**os.environ, "GOFLAGS": "-mod=mod", "GOPROXY": "off", "GOSUMDB": "off", "GOTOOLCHAIN": "local"}
-    lines = "".join(json.dumps(case) + "\n" for case in cases)
+    lines = "".join(json.dumps({"type": c["type"], "value": c["value"]}) + "\n" for c in cases)
     result = subprocess.run(
-        ["go", "run", ".", "-encode"],
+        ["go", "run", ".", "-encode", *flags],
         cwd=Path(__file__).parent,
         input=lines.encode(),
         capture_output=True,
@@ -173,12 +193,20 @@ def main() -> None:
     )
     if result.returncode != 0:
         raise SystemExit(result.stderr.decode())
-    outputs = result.stdout.decode("utf-8").splitlines()
+    outputs = result.stdout.decode("utf-8").split("\n")[: len(cases)]
     assert len(outputs) == len(cases), result.stderr.decode()
+    return outputs
+
+
+def main() -> None:
+    everything = _cases()
+    typed = [case for case in everything if not case.get("unstructured")]
+    unstructured = [case for case in everything if case.get("unstructured")]
+    outputs = _go(typed) + _go(unstructured, "-unstructured")
     with OUT.open("w", encoding="utf-8") as out:
-        for case, go in zip(cases, outputs, strict=True):
+        for case, go in zip(typed + unstructured, outputs, strict=True):
             out.write(json.dumps({**case, "go": go}) + "\n")
-    print(f"{len(cases)} cases recorded in {OUT.relative_to(ROOT)}")
+    print(f"{len(outputs)} cases recorded in {OUT.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ A type reference is a string: ``string``, ``bool``, ``int``, ``float``, ``quanti
 
 from __future__ import annotations
 
-import base64
+import json
 import math
 from typing import Any
 
@@ -116,18 +116,20 @@ def _scalar(value: Any, kind: str) -> str:
     if kind == "time":
         return "null" if value is None else string(str(value))
     if kind == "bytes":
-        return "null" if value is None else string(base64.b64encode(value.encode("utf-8")).decode("ascii"))
+        # JSON carries []byte as base64 text, and Go writes the decoded bytes back as the same text.
+        return "null" if value is None else string(str(value))
     if kind == "raw":
         return "null" if value is None else _raw(value)
     raise ValueError(f"unknown Go type reference {kind!r}")
 
 
-def _raw(value: Any) -> str:
-    """A JSON value written back as it came (key order kept), compacted, with Go's string escapes."""
+def _raw(value: Any, *, sort: bool = False) -> str:
+    """A JSON value written back as it came (key order kept, or sorted), compacted, with Go's escapes."""
     if isinstance(value, dict):
-        return "{" + ",".join(f"{string(k)}:{_raw(v)}" for k, v in value.items()) + "}"
+        keys = sorted(value) if sort else list(value)
+        return "{" + ",".join(f"{string(k)}:{_raw(value[k], sort=sort)}" for k in keys) + "}"
     if isinstance(value, list):
-        return "[" + ",".join(_raw(item) for item in value) + "]"
+        return "[" + ",".join(_raw(item, sort=sort) for item in value) + "]"
     if isinstance(value, str):
         return string(value)
     if isinstance(value, bool):
@@ -135,6 +137,21 @@ def _raw(value: Any) -> str:
     if value is None:
         return "null"
     return str(value) if isinstance(value, int) else _float(float(value))
+
+
+def plain(value: Any) -> str:
+    """Go's ``json.Marshal`` of a decoded JSON value (``map[string]any``...): object keys sorted.
+
+    Python's compact JSON with sorted keys is Go's but for Go's HTML-safe escapes (and floats, which
+    a decoded Kubernetes object carries only as quantities' numbers), so those are put right after."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_no_json)
+    for char, escape in _HTML.items():
+        text = text.replace(char, escape)
+    return text
+
+
+def _no_json(value: Any) -> Any:
+    raise TypeError(f"not a JSON value: {value!r}")
 
 
 def _float(number: float) -> str:

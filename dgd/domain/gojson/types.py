@@ -2,7 +2,7 @@
 
 Two tables, both data about Go packages (no code of theirs):
 
-* ``k8s_core_v1.json``: generated from ``k8s.io/api`` and ``k8s.io/apimachinery`` v0.36.5 by
+* ``k8s_api.json``: generated from ``k8s.io/api`` and ``k8s.io/apimachinery`` v0.36.5 by
   reflection (``hack/gotypes``); upstream builds against v0.36.2, whose types are the same.
 * ``dynamo_v1beta1.json``: the ``nvidia.com/v1beta1`` component types, written down by reading
   upstream's ``api/v1beta1`` (``dynamocomponentdeployment_types.go``, ``common.go``) in the order of
@@ -20,7 +20,7 @@ from importlib import resources
 
 import msgspec
 
-_TABLES = ("k8s_core_v1.json", "dynamo_v1beta1.json")
+_TABLES = ("k8s_api.json", "dynamo_v1beta1.json")
 
 
 class Field(msgspec.Struct, frozen=True):
