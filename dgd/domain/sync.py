@@ -5,7 +5,7 @@ JSON) and answers ``Create``, ``Patch`` or ``Keep``. Its rules are upstream's, w
 (``docs/decisions.md``):
 
 * Create: the desired object with a controller owner reference to the DGD and the bookkeeping
-  annotations ``nvidia.com/last-applied-hash`` (SHA-256 of the spec, keys sorted) and
+  annotations ``nvidia.com/last-applied-hash`` (upstream's SHA-256 of the spec, ``gojson.last_applied``) and
   ``nvidia.com/last-applied-generation=1``.
 * Update when the hash annotation is missing or differs, the generation annotation is missing or
   unparsable, or the live generation is newer than the one last applied (someone else edited it):
@@ -24,12 +24,12 @@ resourceVersion, so a concurrent change is a conflict, never a lost update.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
 import msgspec
 
+from dgd.domain.gojson.last_applied import last_applied_hash
 from dgd.domain.pod_merge import JSON
 
 LAST_APPLIED_HASH = "nvidia.com/last-applied-hash"
@@ -68,10 +68,9 @@ def body(obj: JSON) -> JSON:
 
 
 def content_hash(obj: JSON) -> str:
-    """SHA-256 hex of the owned content as JSON with keys sorted recursively."""
-    owned = obj["spec"] if "spec" in obj else body(obj)
-    canonical = json.dumps(owned, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    """The ``nvidia.com/last-applied-hash`` of ``obj``: upstream's own value where we know the kind's Go
+    type (DCDs, Services, RBAC, ConfigMaps, Secrets...), so an adopted child needs no bookkeeping write."""
+    return last_applied_hash(obj)
 
 
 def covers(desired: Any, live: Any) -> bool:

@@ -1,30 +1,32 @@
 """The worker hash (v2): one 8-hex token per worker generation (dgd-domain §12.1, podspec §11).
 
-It changes on any edit that reaches a worker's pods and on nothing else: the worker DCDs are
-rendered with a placeholder hash, their scaling fields (``replicas``, ``minAvailable``,
-``scalingAdapter``, ``runtimeVersionOverride``) and the origin-version annotation are cleared, and
-the canonical JSON (keys sorted, compact) of ``{component: {labels, annotations, runtimeVersion,
-spec}}`` is hashed with SHA-256. The value is self-consistent, not byte-compatible with the Go
-operator's (``docs/decisions.md``).
+It is upstream's ``ComputeDGDWorkersSpecHash`` byte for byte, so a graph upstream's operator started
+keeps its generation when this operator takes it over. The worker DCDs are rendered with the
+placeholder hash; for each, keyed by component name, the hash covers the workload labels and
+annotations (``dcd_workload_metadata``), the resolved runtime version when it is 1.5.0 or later, and
+the DCD spec with ``replicas``, ``minAvailable``, ``scalingAdapter`` and ``runtimeVersionOverride``
+cleared. That map is written as Go's ``encoding/json`` writes the Go values (``dgd.domain.gojson``),
+hashed with SHA-256, and the first 8 hex characters are the hash.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
-from typing import Any
 
 import msgspec
 
-from dgd.domain.metadata_keys import ORIGIN_VERSION
+from dgd.domain.gojson.encode import encode, string
 from dgd.domain.podtemplate import image_tag, main_container
 from dgd.domain.render.dcd import render_dcds
+from dgd.domain.render.dcd_workload_metadata import kube_annotations, kube_labels
 from dgd.domain.semver import parse_lenient
 from dgd.messages.component import WORKER_TYPES, ComponentSpec
 from dgd.messages.dgd import DynamoGraphDeployment
 
 PLACEHOLDER = "worker-hash-placeholder"
+#: The Go struct each worker's entry is (labels, annotations, runtimeVersion, spec).
+ENTRY_TYPE = "struct:dynamo/internal.workerHashEntry"
 _HASHED_SINCE = (1, 5, 0)
 _STRICT_SEMVER = r"^[vV]?(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$"
 
@@ -45,10 +47,10 @@ def runtime_version(component: ComponentSpec) -> tuple[int, int, int] | None:
     return parse_lenient(tag.lstrip("vV"))
 
 
-def worker_hash(dgd: DynamoGraphDeployment) -> str:
-    """The v2 worker hash of a defaulted, namespaced DGD (a constant when it has no workers)."""
+def hash_input(dgd: DynamoGraphDeployment) -> str:
+    """The exact bytes (as text) upstream hashes for a defaulted, namespaced DGD."""
     by_name = {c.name: c for c in dgd.spec.components or []}
-    workers: dict[str, Any] = {}
+    entries: dict[str, str] = {}
     for dcd in render_dcds(dgd, worker_hash=PLACEHOLDER):
         component = by_name[dcd.spec.name or ""]
         if component.type not in WORKER_TYPES:
@@ -56,18 +58,19 @@ def worker_hash(dgd: DynamoGraphDeployment) -> str:
         spec = msgspec.structs.replace(
             dcd.spec, replicas=None, min_available=None, scaling_adapter=None, runtime_version_override=None
         )
-        encoded = msgspec.to_builtins(spec)
-        annotations = (encoded.get("podTemplate") or {}).get("metadata", {}).get("annotations")
-        if isinstance(annotations, dict):
-            annotations.pop(ORIGIN_VERSION, None)
-        entry: dict[str, Any] = {
-            "labels": dcd.metadata.labels or {},
-            "annotations": dcd.metadata.annotations or {},
-            "spec": encoded,
-        }
         version = runtime_version(component)
-        if version is not None and version >= _HASHED_SINCE:
-            entry["runtimeVersion"] = ".".join(str(part) for part in version)
-        workers[component.name] = entry
-    canonical = json.dumps(workers, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:8]
+        entry = {
+            "labels": kube_labels(dgd, component, dcd),
+            "annotations": kube_annotations(dgd, component, dcd),
+            "runtimeVersion": ".".join(map(str, version))
+            if version is not None and version >= _HASHED_SINCE
+            else "",
+            "spec": msgspec.to_builtins(spec),
+        }
+        entries[component.name] = encode(entry, ENTRY_TYPE)
+    return "{" + ",".join(f"{string(name)}:{entries[name]}" for name in sorted(entries)) + "}"
+
+
+def worker_hash(dgd: DynamoGraphDeployment) -> str:
+    """The v2 worker hash of a defaulted, namespaced DGD (a constant when it has no workers)."""
+    return hashlib.sha256(hash_input(dgd).encode("utf-8")).hexdigest()[:8]
