@@ -89,6 +89,7 @@ class ActorCell(Context[M]):
     """
 
     __slots__ = (
+        "__weakref__",
         "_actor",
         "_children",
         "_current",
@@ -97,7 +98,6 @@ class ActorCell(Context[M]):
         "_kill_reason",
         "_mailbox",
         "_parent",
-        "__weakref__",
         "_started",
         "_stop_requested",
         "_stopping",
