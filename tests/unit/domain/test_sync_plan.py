@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dgd.domain.gojson.last_applied import last_applied_hash
 from dgd.domain.sync import Create, Keep, Patch, content_hash, covers, plan_sync
 
 OWNER = {
@@ -138,3 +139,18 @@ def test_covers_compares_lists_whole_and_maps_on_the_desired_keys() -> None:
     assert covers({"a": [1, {"b": 2}]}, {"a": [1, {"b": 2, "c": 3}], "d": 4})
     assert not covers({"a": [1]}, {"a": [1, 2]})
     assert not covers({"a": {"b": 1}}, {"a": {"b": 2}})
+
+
+def test_a_remembered_hash_is_the_hash_of_that_object_and_no_other() -> None:
+    # Given a Service hashed once (remembered), then changed in one port.
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "demo-frontend", "namespace": "ns"},
+        "spec": {"ports": [{"name": "http", "port": 8000}], "selector": {"app": "demo"}},
+    }
+    first = content_hash(service)
+    changed = {**service, "spec": {**service["spec"], "ports": [{"name": "http", "port": 8001}]}}
+    # Then each hash is upstream's rule applied to that very object, asked once or again.
+    assert first == content_hash(service) == last_applied_hash(service)
+    assert content_hash(changed) == last_applied_hash(changed) != first
