@@ -157,10 +157,11 @@ async def until_quiet(pid: int, quiet: float, timeout: float) -> None:
 
 #: The libraries the daemon runs on, imported alone: the required stack (anyio, msgspec, tenacity,
 #: uvloop, kubernetes-asyncio as the operator imports it: without its generated classes) and what the
-#: daemon also loads (aiohttp through kubernetes-asyncio, prometheus-client, cryptography, PyYAML).
+#: daemon also loads (aiohttp through kubernetes-asyncio, its client and its server, whose ``web``
+#: serves the probes, metrics and webhooks; prometheus-client, cryptography, PyYAML).
 LIBRARIES = (
     "anyio", "msgspec", "tenacity", "uvloop", "kubernetes_asyncio.config", "kubernetes_asyncio.watch",
-    "aiohttp", "prometheus_client", "cryptography.x509", "yaml",
+    "aiohttp", "aiohttp.web", "prometheus_client", "cryptography.x509", "yaml",
 )  # fmt: skip
 _FLOOR = """
 import importlib, importlib.util, sys

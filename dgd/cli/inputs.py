@@ -14,7 +14,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import yaml
@@ -22,7 +22,9 @@ import yaml
 from dgd.cli.exits import Invalid, Usage, field_problem
 from dgd.domain.manifests import ManifestError, load_manifests
 from dgd.messages.config import ConfigError, OperatorConfig, load_config, parse_duration
-from dgd.sim import WorldSettings
+
+if TYPE_CHECKING:  # the daemon reads no world: it does not import the simulation
+    from dgd.sim import WorldSettings
 
 #: The file name that stands for standard input.
 STDIN = "-"
@@ -99,6 +101,8 @@ def parse_config(text: str, path: Path | None) -> OperatorConfig:
 
 def read_world(path: Path | None) -> WorldSettings:
     """The world settings in ``--world``'s file (the defaults without one)."""
+    from dgd.sim import WorldSettings
+
     if path is None:
         return WorldSettings()
     text = read_text(path, flag="--world")
