@@ -213,6 +213,7 @@ class GroveProgram(WorkloadProgram):
                 gated=gated,
                 topology_domains=domains,
                 claim_templates=templates,
+                desired_hash=desired_hash,
             )
             desired = restore_cliques(
                 apply_provider_overrides(msgspec.to_builtins(rendered), dgd), infos, self._config

@@ -23,14 +23,19 @@ from dgd.actors.children.step_failed import StepFailed
 from dgd.actors.programs.result import ProgramResult
 from dgd.actors.runtime import Ref
 from dgd.actors.sync import Syncer
+from dgd.domain.admission.defaulting import WORKLOAD_PROVIDER
 from dgd.domain.checkpoint import WAITING_FOR_CHECKPOINT, CheckpointInfo, status_projection, waiting_overlay
 from dgd.domain.preflight import unsupported
 from dgd.domain.projection import FAILED_TO_RECONCILE, Failure, ReconcileResult, apply_reconcile_result
 from dgd.domain.render.errors import RenderError
 from dgd.domain.restart import RestartState
+from dgd.domain.worker_generation import CURRENT_WORKER_HASH, CURRENT_WORKER_HASH_V2
 from dgd.domain.worker_hash import worker_hash
 from dgd.messages.config import OperatorConfig
 from dgd.messages.dgd import DynamoGraphDeployment
+
+#: DGD annotations the operator writes that the worker hash does not read (``desired_worker_hash``).
+_OWN_ANNOTATIONS = frozenset({CURRENT_WORKER_HASH, CURRENT_WORKER_HASH_V2, WORKLOAD_PROVIDER})
 
 
 class ProgramParts(TypedDict):
@@ -76,8 +81,11 @@ class WorkloadProgram:
         return {}
 
     def desired_worker_hash(self, dgd: DynamoGraphDeployment) -> str:
-        """The desired worker hash (pure, and the costliest render: computed once per spec and metadata)."""
-        inputs = hash((dgd.metadata.generation, msgspec.json.encode(dgd.metadata.annotations)))
+        """The desired worker hash (pure, and the costliest render: computed once per spec and metadata;
+        the annotations the operator writes itself, the worker hashes and the provider, are not among
+        its inputs, so recording them does not compute it again)."""
+        annotations = {k: v for k, v in (dgd.metadata.annotations or {}).items() if k not in _OWN_ANNOTATIONS}
+        inputs = hash((dgd.metadata.generation, msgspec.json.encode(annotations)))
         if inputs != self._hash_inputs:
             self._hash, self._hash_inputs = worker_hash(dgd), inputs
         return self._hash

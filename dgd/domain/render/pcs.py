@@ -99,6 +99,7 @@ def render_pcs(
     pull_secrets: PullSecrets | None = None,
     topology_domains: Sequence[str] = (),
     claim_templates: ClaimTemplates | None = None,
+    desired_hash: str | None = None,
 ) -> PodCliqueSet:
     """The desired PodCliqueSet of a defaulted, namespaced DGD.
 
@@ -107,7 +108,8 @@ def render_pcs(
     ``existing`` carries); components in ``gated`` wait for a checkpoint and get 0 replicas.
     ``topology_domains`` are the levels of the ClusterTopologyBinding a KV-transfer policy names
     (``kv_transfer.binding_domains``); ``claim_templates`` (by name) are the ResourceClaimTemplates
-    multinode launches count GPUs from.
+    multinode launches count GPUs from. ``desired_hash``: ``worker_hash(dgd)`` when the caller has it
+    already (the costliest part of a render; computed here otherwise).
     """
     name = dgd.metadata.name or ""
     annotations = dgd.metadata.annotations or {}
@@ -115,7 +117,7 @@ def render_pcs(
     suffixed = has_workers(dgd) and (
         existing is None or adjust.all_workers_hashed(existing) or worker_generation_changed
     )
-    hash_value = worker_hash(dgd) if suffixed else None
+    hash_value = (desired_hash or worker_hash(dgd)) if suffixed else None
     stamps = {**adjust.carried_restarts(existing), **(restart_at or {})}
     kai, volcano = _schedulers(config, annotations)
 

@@ -15,10 +15,12 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from msgspec import structs
 
+from dgd.domain.admission.defaulting import WORKLOAD_PROVIDER
 from dgd.domain.manifests import dump_manifests
 from dgd.domain.naming import GROVE_POD_NAME_BUDGET, component_budget
 from dgd.domain.render.offline import Pathway, prepare, refusals, render
 from dgd.domain.roles import roles, uses_pcsg
+from dgd.domain.worker_generation import CURRENT_WORKER_HASH, CURRENT_WORKER_HASH_V2
 from dgd.domain.worker_hash import worker_hash
 from dgd.messages.component import WORKER_TYPES, ScalingAdapter
 from dgd.messages.config import OperatorConfig
@@ -98,6 +100,21 @@ def test_worker_hash_ignores_scaling_edits(
 
     # then the worker hash is the same
     assert worker_hash(edited) == before
+
+
+@PROPERTY
+@given(valid_dgds(), pathways, st.text("0123456789abcdef", min_size=8, max_size=8))
+def test_worker_hash_reads_none_of_the_annotations_the_operator_writes(
+    document: Document, pathway: Pathway, recorded: str
+) -> None:
+    # given a DGD, and the same DGD once the operator recorded its worker hashes and provider
+    dgd = _renderable(document, pathway)
+    own = {CURRENT_WORKER_HASH_V2: recorded, CURRENT_WORKER_HASH: recorded, WORKLOAD_PROVIDER: pathway}
+    annotated = structs.replace(
+        dgd, metadata=structs.replace(dgd.metadata, annotations={**(dgd.metadata.annotations or {}), **own})
+    )
+    # then both have the same worker hash (``desired_worker_hash`` does not compute it again for them)
+    assert worker_hash(annotated) == worker_hash(dgd)
 
 
 @PROPERTY
