@@ -17,8 +17,26 @@ from dgd.messages.dgd import DynamoGraphDeployment
 TOPOLOGY = "topologyConstraint"
 
 
+def _has_overrides(dgd: DynamoGraphDeployment) -> bool:
+    if dgd.spec.provider_override is not None:
+        return True
+    for component in dgd.spec.components or []:
+        if component.provider_override is not None:
+            return True
+        multinode = component.multinode
+        if multinode is not None and any(
+            role is not None and role.provider_override is not None
+            for role in (multinode.leader, multinode.worker)
+        ):
+            return True
+    return False
+
+
 def apply_provider_overrides(pcs: JSON, dgd: DynamoGraphDeployment) -> JSON:
-    """The PodCliqueSet JSON with every override of the DGD applied; a new object."""
+    """The PodCliqueSet JSON with every override of the DGD applied: a new object, or ``pcs`` itself
+    when the DGD has none (no copy of a whole PodCliqueSet for nothing)."""
+    if not _has_overrides(dgd):
+        return pcs
     out = copy.deepcopy(pcs)
     template = out["spec"]["template"]
     root = dgd.spec.provider_override

@@ -29,8 +29,11 @@ def template_metadata(pod_template: JSON, key: str) -> dict[str, str]:
 
 
 def with_template_metadata(pod_template: JSON, key: str, values: dict[str, str]) -> JSON:
-    """A copy of the pod template whose ``labels``/``annotations`` are ``values`` (dropped when empty)."""
-    out = copy.deepcopy(pod_template)
+    """A copy of the pod template whose ``labels``/``annotations`` are ``values`` (dropped when empty).
+
+    Only the top level and ``metadata`` are new: the rest (its ``spec``) is the template's own, so a
+    caller that changes it must own that template (every caller renders from a fresh copy)."""
+    out = dict(pod_template)
     metadata = dict(out.get("metadata") or {})
     if values:
         metadata[key] = dict(values)
