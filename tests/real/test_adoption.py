@@ -1,6 +1,7 @@
 """Taking over graphs upstream's operator runs: no write that would restart a pod (issue 21).
 
-Each test stores a DGD and its children the way upstream's Go operator leaves them: the DGD as its
+The test stores DGDs and their children the way upstream's Go operator leaves them (vLLM's agg and
+disagg examples, each on both pathways, in one namespace): the DGD as its
 admission defaulted it, with its finalizer, workload provider and ``current-worker-hash-v2``; the
 children as its SyncResource created them (controller owner reference, ``last-applied-hash`` and
 ``-generation``), serialised as Go's client sends them (``dgd.domain.gojson``: typed zero fields,
@@ -198,17 +199,26 @@ async def _pods_running(kube: KubeCluster, namespace: str, count: int) -> bool:
     return len(items) == count and len(running) == count
 
 
-@pytest.mark.parametrize("example", UPSTREAM_EXAMPLES[:2], ids=lambda path: path.stem)
-@pytest.mark.parametrize("component", [False, True], ids=["grove", "component"])
-async def test_an_upstream_graph_is_taken_over_without_a_spec_write_a_recreation_or_a_pod_restart(
-    real: RealCluster, daemons: Operators, tmp_path: Path, example: Path, component: bool
+#: The graphs taken over together, as a namespace of upstream's operator holds them: vLLM's agg and
+#: disagg examples, each on both pathways.
+GRAPHS = [(example, component) for example in UPSTREAM_EXAMPLES[:2] for component in (False, True)]
+
+
+async def test_upstream_graphs_are_taken_over_without_a_spec_write_a_recreation_or_a_pod_restart(
+    real: RealCluster, daemons: Operators, tmp_path: Path
 ) -> None:
-    name = f"{example.stem}-{'c' if component else 'g'}"
+    names = [f"{example.stem}-{'c' if component else 'g'}" for example, component in GRAPHS]
     async with world(real, tmp_path), anyio.create_task_group() as tg:
-        # given a vLLM example as upstream's operator left it, its pods running
-        children, count = await _store_as_upstream_left_it(real, example, name, component)
+        # given vLLM's agg and disagg examples on both pathways as upstream's operator left them,
+        # their pods running
+        children: list[JSONObject] = []
+        count = 0
+        for name, (example, component) in zip(names, GRAPHS, strict=True):
+            created, pods = await _store_as_upstream_left_it(real, example, name, component)
+            children += created
+            count += pods
         await eventually(
-            lambda: _pods_running(real.kube, real.namespace, count), timeout=60, what="its pods run"
+            lambda: _pods_running(real.kube, real.namespace, count), timeout=90, what="their pods run"
         )
         before = await _snapshot(real.kube, real.namespace, children)
         running = [
@@ -220,12 +230,14 @@ async def test_an_upstream_graph_is_taken_over_without_a_spec_write_a_recreation
 
         # when this operator starts, and runs for a minute
         await daemons.start("adopter", flags=run_flags(written_config(tmp_path, ADOPTION_CONFIG)))
-        await real.settle(name, timeout=WATCH_SECONDS)
+        for name in names:
+            await real.settle(name, timeout=WATCH_SECONDS)
         await anyio.sleep(WATCH_SECONDS)
         after = await _snapshot(real.kube, real.namespace, children)
 
-        # then the DGD is successful, and no pod was deleted or added
-        assert await real.converged(name)
+        # then every DGD is successful, and no pod was deleted or added
+        assert [name for name in names if not await real.converged(name)] == []
+        assert pods.events == Counter(), (running, pods.names)
         # and no child was recreated, and no PodCliqueSet or DCD spec written
         assert {key: child["uid"] for key, child in after.items()} == {k: c["uid"] for k, c in before.items()}
         assert {key: child["generation"] for key, child in after.items()} == {
@@ -233,8 +245,7 @@ async def test_an_upstream_graph_is_taken_over_without_a_spec_write_a_recreation
         }, _changes(before, after)
         assert {key: child["content"] for key, child in after.items()} == {
             key: child["content"] for key, child in before.items()
-        }
-        assert pods.events == Counter(), (running, pods.names)
+        }, _changes(before, after)
         # and no metadata either: every last-applied hash recorded as upstream's rule gives it
         assert {key: (child["labels"], child["annotations"]) for key, child in after.items()} == {
             key: (child["labels"], child["annotations"]) for key, child in before.items()
