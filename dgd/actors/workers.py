@@ -22,7 +22,7 @@ from contextlib import asynccontextmanager
 import anyio
 
 #: How many DGD reconciles run at once unless configured (``dgd-operator run --max-concurrent-reconciles``).
-DEFAULT_WORKERS = 10
+DEFAULT_WORKERS = 32
 #: Follow-up reconciles served in a row, at most, while a first reconcile waits.
 FOLLOW_UPS_PER_FIRST = 3
 
