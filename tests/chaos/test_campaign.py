@@ -148,6 +148,7 @@ def test_a_build_that_undoes_its_work_when_a_child_restarts_is_caught_by_crashes
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     # given an operator whose restarted shared-resources child deletes the ServiceAccount it made
+    _UNCLEAN.clear()
     monkeypatch.setattr(SharedResources, "on_start", _forget_on_restart)
     monkeypatch.setattr(SharedResources, "on_stop", _stopped_cleanly)
 
