@@ -269,7 +269,7 @@ class ApiServer:
     # The primitives the garbage collector shares.
 
     def delete_stored(self, current: Stored, propagation: str | None) -> Stored | None:
-        finalizers = deletion_finalizers(current.finalizers, propagation)
+        finalizers = deletion_finalizers(list(current.finalizers), propagation)
         if not finalizers:
             self.store.remove(current)
             return None
@@ -280,7 +280,7 @@ class ApiServer:
     def commit(self, current: Stored, new: JSONObject) -> Stored:
         """Write ``new`` over ``current``: nothing if unchanged; a deletion if the last finalizer of a
         deleting object is gone (the response is then ``new`` at the deletion's resourceVersion)."""
-        new["metadata"]["resourceVersion"] = current.metadata.get("resourceVersion")
+        new["metadata"]["resourceVersion"] = str(current.rv)
         if new == current.data:
             return current
         # A namespace is held by its spec finalizer (``kubernetes``) until the namespace controller ends it.

@@ -27,35 +27,45 @@ StoreKey = tuple[str, str | None, str]
 
 
 class Stored:
-    """One stored version of one object. ``data`` is never mutated; decode ``blob`` to get a copy."""
+    """One stored version of one object. ``data`` is never mutated; decode ``blob`` to get a copy.
 
-    __slots__ = ("blob", "data", "key", "labels", "rv", "uid")
+    Once the store's listeners have seen a version, it is ``release``d: it keeps its bytes and what
+    the store indexes and collects garbage by (uid, labels, owners, finalizers, deletion), and
+    ``data`` decodes the bytes when asked (reads decode them anyway). The objects and the history a
+    watch resumes from then cost their encoded size, not their Python objects (issue 18: a simulated
+    fleet's memory).
+    """
+
+    __slots__ = ("_data", "blob", "deleting", "finalizers", "key", "labels", "owners", "rv", "uid")
 
     def __init__(self, key: StoreKey, data: JSONObject, rv: int) -> None:
         metadata = data["metadata"]
         self.key = key
-        self.data = data
+        self._data: JSONObject | None = data
         self.rv = rv
         self.blob = msgspec.json.encode(data)
         self.uid: str = metadata.get("uid", "")
         self.labels: dict[str, str] = metadata.get("labels") or {}
+        self.owners: tuple[JSONObject, ...] = tuple(metadata.get("ownerReferences") or ())
+        self.finalizers: tuple[str, ...] = tuple(metadata.get("finalizers") or ())
+        self.deleting = bool(metadata.get("deletionTimestamp"))
+
+    @property
+    def data(self) -> JSONObject:
+        """The object (do not mutate it): the one stored until released, then decoded again."""
+        if self._data is not None:
+            return self._data
+        data: JSONObject = msgspec.json.decode(self.blob)
+        return data
 
     @property
     def metadata(self) -> JSONObject:
         metadata: JSONObject = self.data["metadata"]
         return metadata
 
-    @property
-    def finalizers(self) -> list[str]:
-        return list(self.metadata.get("finalizers") or ())
-
-    @property
-    def deleting(self) -> bool:
-        return bool(self.metadata.get("deletionTimestamp"))
-
-    @property
-    def owners(self) -> list[JSONObject]:
-        return list(self.metadata.get("ownerReferences") or ())
+    def release(self) -> None:
+        """Keep only the bytes and the indexed fields of this version (see the class)."""
+        self._data = None
 
     def thaw(self) -> JSONObject:
         """A fresh, mutable copy of the object."""
@@ -90,6 +100,7 @@ class Change:
         assert self.prev is not None
         if self._prev_at_rv is None:
             self._prev_at_rv = self.prev.stamped(self.rv)
+            self._prev_at_rv.release()
         return self._prev_at_rv
 
 
@@ -201,6 +212,7 @@ class Store:
             self._sorted[key[0]] = None
         self._index(prev, stored)
         self._record(Change("MODIFIED" if prev else "ADDED", self.rv, stored, prev))
+        stored.release()
         return stored
 
     def remove(self, stored: Stored) -> Stored:
@@ -211,6 +223,7 @@ class Store:
         self._index(stored, None)
         last = stored.stamped(self.rv)
         self._record(Change("DELETED", self.rv, last, stored))
+        last.release()
         return last
 
     def compact(self) -> None:
