@@ -1,7 +1,8 @@
 """The memory API server's storage (its etcd and watch cache).
 
-Objects are kept per resource as plain JSON, never mutated once stored, next to their encoded
-bytes (what reads decode from, so every reader gets a fresh object). One global resourceVersion
+Objects are kept per resource as their encoded bytes (what reads decode from, so every reader gets
+a fresh object), never mutated once stored; a version's plain JSON is kept only until the store's
+listeners have seen it (``Stored.release``). One global resourceVersion
 counts every write, as etcd's revision does. Each resource keeps a bounded history of its changes —
 the window a watch can resume from — and the ``floor`` below which a resume is ``Gone``.
 
