@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from dgd import __version__
 from dgd.cli.exits import EXIT_CODES, EXIT_INTERRUPTED, EXIT_USAGE, run_command
@@ -24,28 +25,36 @@ from dgd.cli.exits import EXIT_CODES, EXIT_INTERRUPTED, EXIT_USAGE, run_command
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (the console script exits with it)."""
+    arguments = sys.argv[1:] if argv is None else list(argv)
     try:
-        parser = _parser()
+        parser = _parser(arguments[0] if arguments else None)
     except KeyboardInterrupt:
         # Importing the commands takes a second or two: Ctrl-C may come before any of them runs.
         print("dgd-operator: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    args = parser.parse_args(argv)
+    args = parser.parse_args(arguments)
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     return run_command(args)
 
 
-def _parser() -> argparse.ArgumentParser:
-    # The command modules are imported here, not at the top, so that importing them is interruptible.
-    from dgd.cli.chaos import add_command as add_chaos_command
-    from dgd.cli.manifests import add_commands as add_manifest_commands
-    from dgd.cli.run import add_command as add_run_command
-    from dgd.cli.serve import add_commands as add_serve_commands
-    from dgd.cli.sim import add_commands as add_sim_commands
-    from dgd.cli.world import add_commands as add_world_commands
+#: Each command family's module (under ``dgd.cli``) and the commands it adds.
+_FAMILIES: dict[str, tuple[str, ...]] = {
+    "manifests": ("validate", "convert", "render", "crds"),
+    "run": ("run",),
+    "chaos": ("chaos",),
+    "sim": ("sim",),  # ``sim`` and its subcommands: apply, replay (cli_sim), serve, world
+}
 
+
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; when ``command`` names one, with that command's family alone, so that ``run`` (the
+    daemon) does not import the simulation, the chaos campaigns and the offline tools it never uses
+    (issue 18: about 2.5 MiB of the daemon's baseline). Any other first argument (none, an option, a
+    typo) gets every command, so help and usage errors list them all."""
+    # The command modules are imported here, not at the top, so that importing them is interruptible.
+    families = [f for f, names in _FAMILIES.items() if command in names] or list(_FAMILIES)
     parser = argparse.ArgumentParser(
         prog="dgd-operator",
         description="Kubernetes operator for NVIDIA Dynamo DynamoGraphDeployments, and its tools.",
@@ -53,14 +62,32 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"dgd-operator {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    add_manifest_commands(commands)
-    add_run_command(commands)
-    add_chaos_command(commands)
-    add_sim_commands(commands)
-    add_serve_commands(commands)
-    add_world_commands(commands)
+    for family in families:
+        _add_family(family, commands)
     return parser
+
+
+def _add_family(family: str, commands: Any) -> None:
+    if family == "manifests":
+        from dgd.cli.manifests import add_commands as add_manifest_commands
+
+        add_manifest_commands(commands)
+    elif family == "run":
+        from dgd.cli.run import add_command as add_run_command
+
+        add_run_command(commands)
+    elif family == "chaos":
+        from dgd.cli.chaos import add_command as add_chaos_command
+
+        add_chaos_command(commands)
+    else:
+        from dgd.cli.serve import add_commands as add_serve_commands
+        from dgd.cli.sim import add_commands as add_sim_commands
+        from dgd.cli.world import add_commands as add_world_commands
+
+        add_sim_commands(commands)
+        add_serve_commands(commands)
+        add_world_commands(commands)
 
 
 if __name__ == "__main__":

@@ -201,3 +201,40 @@ def test_crds_prints_custom_resource_definitions(capsys: pytest.CaptureFixture[s
     assert documents != []
     assert {d["kind"] for d in documents} == {"CustomResourceDefinition"}
     assert "dynamographdeployments.nvidia.com" in {d["metadata"]["name"] for d in documents}
+
+
+_IMPORTED_BY_RUN = """
+import sys
+from dgd.cli import main
+try:
+    main(["run", "--help"])
+except SystemExit:
+    pass
+import dgd.daemon.run, dgd.daemon.recorder, dgd.cluster.kube
+print(" ".join(sorted(sys.modules)))
+"""
+
+
+def test_the_daemon_command_imports_neither_the_simulation_nor_the_offline_tools() -> None:
+    # given a fresh interpreter that parsed `dgd-operator run` and imported what the daemon runs on
+    out = subprocess.run(
+        [sys.executable, "-c", _IMPORTED_BY_RUN], check=True, capture_output=True, text=True, cwd=ROOT
+    ).stdout.split()
+
+    # then the simulation, the in-memory cluster and the other commands were not imported
+    assert "dgd.cli.run" in out and "dgd.daemon.run" in out
+    unwanted = ("dgd.sim", "dgd.cluster.memory", "dgd.cli.chaos", "dgd.cli.sim", "dgd.cli.manifests")
+    assert [m for m in out if m.startswith(unwanted)] == []
+
+
+def test_every_command_is_listed_when_the_first_argument_names_none(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # when the first argument is not a command
+    with pytest.raises(SystemExit):
+        main(["bogus"])
+
+    # then the usage error lists every command family's commands
+    err = capsys.readouterr().err
+    for name in ("validate", "convert", "render", "crds", "run", "chaos", "sim"):
+        assert f"'{name}'" in err
