@@ -49,6 +49,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import sys
 import tempfile
 import time
@@ -114,6 +115,10 @@ class Result:
     all_requests_per_dgd: float
     load_before: float
     grove_writes: int
+    #: CPU seconds from the baseline to all successful of each process on the machine's cores: the
+    #: operator, the control plane's (kube-apiserver, etcd, kube-controller-manager) and this
+    #: benchmark's (the load, its watch and the stand-in Grove).
+    cpu_s: dict[str, float] = field(default_factory=dict)
     clients: dict[str, int] = field(default_factory=dict)
     operator_requests: dict[str, int] = field(default_factory=dict)
     all_requests: dict[str, int] = field(default_factory=dict)
@@ -211,6 +216,8 @@ async def _measure_on(
             # The baseline: no DGD yet.
             load_before = os.getloadavg()[0]
             cpu0, rss0 = cpu_seconds(process.pid), memory_mib(process.pid, "VmRSS")
+            pids = {"operator": process.pid, **plane.pids}
+            everyone0 = {name: cpu_seconds(pid) for name, pid in pids.items()} | {"benchmark": _own_cpu()}
             metrics0, audit0 = apiserver_metrics(plane), plane.audit_log.stat().st_size
             start = time.monotonic()
             # The load, then wait for every DGD to be successful.
@@ -218,6 +225,7 @@ async def _measure_on(
             with anyio.fail_after(args.timeout):
                 await load.all_done.wait()
             end, cpu1 = time.monotonic(), cpu_seconds(process.pid)
+            everyone1 = {name: cpu_seconds(pid) for name, pid in pids.items()} | {"benchmark": _own_cpu()}
             # Settled: the operator idle again.
             await until_quiet(process.pid, args.quiet, timeout=60)
             cpu2, rss2, peak = (cpu_seconds(process.pid), memory_mib(process.pid, "VmRSS"),
@@ -250,10 +258,16 @@ async def _measure_on(
         all_requests_per_dgd=sum(everyone.values()) / n,
         load_before=load_before,
         grove_writes=grove.written,
+        cpu_s={name: round(everyone1[name] - everyone0[name], 2) for name in everyone0},
         clients=dict(clients(lines).most_common()),
         operator_requests={key.describe(): count for key, count in sorted(ours.items())},
         all_requests={key.describe(): count for key, count in sorted(everyone.items())},
     )
+
+
+def _own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 # Report
@@ -283,6 +297,11 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
               f"{r.libraries_rss_mib:>8.1f} {r.baseline_rss_mib:>8.1f} {r.peak_rss_mib:>8.1f} "
               f"{r.settled_rss_mib:>11.1f} "
               f"{r.load_before:>5.2f}")  # fmt: skip
+    for r in results:
+        cores = (os.cpu_count() or 1) * r.all_successful_s
+        print(f"\nCPU s from the baseline to all successful at N={r.n} (the cores offered {cores:.1f}): "
+              + ", ".join(f"{name} {seconds:.1f}" for name, seconds in r.cpu_s.items())
+              + f"; together {sum(r.cpu_s.values()):.1f}")  # fmt: skip
     for r in results:
         print(f"\nrequests per DGD at N={r.n}: the operator's (audit log) and all clients' "
               "(apiserver_request_total)")  # fmt: skip

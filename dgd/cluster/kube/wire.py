@@ -1,10 +1,12 @@
 """One HTTP request of the kube adapter: paths, the rate limit, the call through kubernetes-asyncio, errors.
 
-Requests go through ``ApiClient.call_api`` with ``_preload_content=False``: the client adds the
-server URL, TLS and credentials (refreshing a rotating service-account token), and hands back the
-raw response, whose bytes the adapter decodes straight into msgspec Structs — the client's own
-model objects are never built. The content type is always set explicitly (the client's default for
-a dict body would be a JSON patch).
+kubernetes-asyncio is the client: its ``Configuration`` names the server, its ``ApiClient`` adds the
+credentials (``update_params_for_auth``, which refreshes a rotating service-account token or runs an
+exec plugin) and its default headers (the user agent), and its ``RESTClientObject``'s aiohttp session
+(TLS, the connection pool, the proxy) sends the request. What its ``call_api`` adds per request is
+left out (issue 18): walking the body through ``sanitize_for_serialization`` and ``json.dumps`` —
+the body is encoded once by msgspec — and building model objects: the raw response's bytes are
+decoded straight into msgspec Structs by the adapter.
 
 A refused request raises the port error of its ``Status`` (``errors.error_from_status``), completed
 with what the request was about (kind, namespace, name), and a 429's ``Retry-After`` header;
@@ -16,7 +18,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import aiohttp
 import msgspec
@@ -105,16 +107,23 @@ class Transport:
         """The response of a successful request, its body unread (the caller releases it)."""
         if self._limiter is not None:
             await self._limiter.acquire()
+        headers = {**self.api.default_headers, "Content-Type": content_type, "Accept": JSON}
+        params = list(query)
+        await self.api.update_params_for_auth(headers, params, ["BearerToken"])
+        target = f"{self.api.configuration.host}{url}"
+        if params:
+            target += "?" + urlencode(params)
+        rest = self.api.rest_client
         try:
-            response: aiohttp.ClientResponse = await self.api.call_api(
-                url,
+            response: aiohttp.ClientResponse = await rest.pool_manager.request(
                 method,
-                query_params=list(query),
-                header_params={"Content-Type": content_type, "Accept": JSON},
-                body=body,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _request_timeout=self._streaming if stream else self._timeout,
+                target,
+                data=None if body is None else msgspec.json.encode(body),
+                headers=headers,
+                timeout=self._streaming if stream else self._timeout,
+                proxy=rest.proxy,
+                proxy_headers=rest.proxy_headers,
+                server_hostname=rest.server_hostname,
             )
         except (aiohttp.ClientError, TimeoutError) as error:
             raise _unreachable(error) from None
