@@ -25,7 +25,6 @@ resourceVersion, so a concurrent change is a conflict, never a lost update.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import OrderedDict
 from typing import Any
 
@@ -130,7 +129,7 @@ def plan_sync(desired: JSON, live: JSON | None, owner: JSON) -> SyncPlan:
     """What to write so the child named by ``desired`` matches it (``owner``: an ownerReference)."""
     digest = content_hash(desired)
     if live is None:
-        created = json.loads(json.dumps(desired))
+        created = msgspec.json.decode(msgspec.json.encode(desired))
         metadata = created.setdefault("metadata", {})
         metadata["ownerReferences"] = [owner]
         metadata["annotations"] = {

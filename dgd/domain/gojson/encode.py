@@ -14,15 +14,21 @@ A type reference is a string: ``string``, ``bool``, ``int``, ``float``, ``quanti
 
 from __future__ import annotations
 
-import json
+import decimal
 import math
+import re
 from typing import Any
+
+import msgspec
 
 from dgd.domain.gojson.types import Field, struct_fields
 from dgd.domain.quantity import canonical_quantity
 
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
 _HTML = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+#: A string with nothing to escape (most of them), written as it is.
+_PLAIN_TEXT = re.compile(r'[^\x00-\x1f"\\<>&\u2028\u2029]*')
+_HTML_BYTES = [(char.encode("utf-8"), escape.encode("ascii")) for char, escape in _HTML.items()]
 
 
 def encode(value: Any, type_ref: str) -> str:
@@ -69,6 +75,8 @@ def is_zero(value: Any, type_ref: str) -> bool:
 
 def string(text: str) -> str:
     """A Go JSON string: quotes, backslashes and control characters escaped, HTML characters too."""
+    if _PLAIN_TEXT.fullmatch(text):
+        return f'"{text}"'
     out = ['"']
     for char in text:
         if char in _ESCAPES:
@@ -140,27 +148,65 @@ def _raw(value: Any, *, sort: bool = False) -> str:
 
 
 def plain(value: Any) -> str:
-    """Go's ``json.Marshal`` of a decoded JSON value (``map[string]any``...): object keys sorted.
-
-    Python's compact JSON with sorted keys is Go's but for Go's HTML-safe escapes (and floats, which
-    a decoded Kubernetes object carries only as quantities' numbers), so those are put right after."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_no_json)
-    for char, escape in _HTML.items():
-        text = text.replace(char, escape)
-    return text
+    """Go's ``json.Marshal`` of a decoded JSON value (``map[string]any``...): object keys sorted."""
+    return written(value).decode("utf-8")
 
 
-def _no_json(value: Any) -> Any:
-    raise TypeError(f"not a JSON value: {value!r}")
+def written(value: Any) -> bytes:
+    """``plain`` as UTF-8 bytes. msgspec's compact JSON with sorted keys is Go's but for Go's HTML-safe
+    escapes, put right after, and floats, which are written as Go formats a float64 first."""
+    return html_safe(_go_floats(value))
+
+
+def html_safe(value: Any) -> bytes:
+    """msgspec's compact JSON of ``value``, keys sorted, with Go's HTML-safe escapes: ``plain`` of a
+    value whose floats are already written as Go writes them (``go_float``)."""
+    try:
+        data = msgspec.json.encode(value, order="sorted")
+    except (TypeError, msgspec.EncodeError) as error:
+        raise TypeError(f"not a JSON value: {error}") from None
+    for char, escape in _HTML_BYTES:
+        if char in data:
+            data = data.replace(char, escape)
+    return data
+
+
+def go_float(value: float) -> msgspec.Raw:
+    """A float64 as Go's ``encoding/json`` writes it, as raw JSON for msgspec."""
+    if not math.isfinite(value):
+        raise TypeError(f"not a JSON value: {value!r}")
+    return msgspec.Raw(_float(value).encode("ascii"))
+
+
+def _go_floats(value: Any) -> Any:
+    """``value`` with every float as the raw JSON Go writes for it (the same object if it has none)."""
+    kind = type(value)
+    if kind is dict:
+        out = None
+        for key, item in value.items():
+            new = _go_floats(item)
+            if new is not item:
+                out = out if out is not None else dict(value)
+                out[key] = new
+        return value if out is None else out
+    if kind is list:
+        items = [_go_floats(item) for item in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    if kind is float:
+        return go_float(value)
+    return value
 
 
 def _float(number: float) -> str:
-    """Go's float64 formatting: shortest round-trip digits, exponent form outside [1e-6, 1e21)."""
-    if math.isfinite(number) and number == int(number) and abs(number) < 1e21:
-        return str(int(number))
+    """Go's float64 formatting (``encoding/json``'s ``floatEncoder``): the shortest round-trip digits,
+    positional in [1e-6, 1e21), else an exponent of at least two digits, but one for a small negative
+    exponent (``1e-7``, ``1.5e+300``)."""
+    magnitude = abs(number)
+    if magnitude != 0 and (magnitude < 1e-6 or magnitude >= 1e21):
+        mantissa, _, exponent = repr(number).partition("e")
+        power = int(exponent)
+        return f"{mantissa}e-{-power}" if power < 0 else f"{mantissa}e+{power:02d}"
+    if number == int(number):
+        return "-0" if number == 0 and math.copysign(1.0, number) < 0 else str(int(number))
     text = repr(number)
-    if "e" in text:
-        mantissa, exponent = text.split("e")
-        sign, digits = (exponent[0], exponent[1:]) if exponent[0] in "+-" else ("+", exponent)
-        return f"{mantissa}e{sign}{int(digits):02d}"
-    return text
+    return format(decimal.Decimal(text), "f") if "e" in text else text

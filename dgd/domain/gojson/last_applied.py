@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 from typing import Any
 
-from dgd.domain.gojson.encode import encode, plain
+import msgspec
+
+from dgd.domain.gojson.encode import encode, go_float, html_safe
 from dgd.domain.gojson.types import struct_fields
 
 _ENVELOPE = frozenset({"apiVersion", "kind", "metadata", "status"})
@@ -39,17 +40,17 @@ TYPED_KINDS = {
 
 def last_applied_hash(obj: dict[str, Any]) -> str:
     """The hash upstream's SyncResource records for the desired object ``obj`` (a JSON document)."""
-    return hashlib.sha256(plain(sort_keys(content(obj))).encode("utf-8")).hexdigest()
+    return hashlib.sha256(html_safe(sort_keys(content(obj)))).hexdigest()
 
 
 def content(obj: dict[str, Any]) -> Any:
     """What upstream hashes of ``obj``: its spec (or non-envelope fields) after the typed Go round trip."""
     kind = obj.get("kind")
     if kind == "DynamoComponentDeployment":
-        spec = json.loads(encode(obj.get("spec") or {}, "struct:" + DCD_SPEC))
+        spec = msgspec.json.decode(encode(obj.get("spec") or {}, "struct:" + DCD_SPEC))
         return _strip_value_structs(spec, DCD_SPEC)
     if isinstance(kind, str) and kind in TYPED_KINDS:
-        obj = json.loads(encode(obj, "struct:" + TYPED_KINDS[kind]))
+        obj = msgspec.json.decode(encode(obj, "struct:" + TYPED_KINDS[kind]))
     if "spec" in obj:
         return obj["spec"]
     return {key: value for key, value in obj.items() if key not in _ENVELOPE}
@@ -57,16 +58,24 @@ def content(obj: dict[str, Any]) -> Any:
 
 def sort_keys(value: Any) -> Any:
     """Upstream's ``SortKeys``: lists of objects sorted stably by ``name``, else by first key (recursively);
-    object keys are sorted when written (``plain``)."""
-    if isinstance(value, dict):
-        return {key: sort_keys(item) for key, item in value.items()}
-    if isinstance(value, list):
+    object keys are sorted when written (``plain``), floats are written as Go writes a float64
+    (``go_float``). ``value`` is not changed: what needs a change is copied, the rest shared."""
+    kind = type(value)
+    if kind is dict:
+        out = None
+        for key, item in value.items():
+            new = sort_keys(item)
+            if new is not item:
+                out = out if out is not None else dict(value)
+                out[key] = new
+        return value if out is None else out
+    if kind is list:
         items = [sort_keys(item) for item in value]
-        if items and isinstance(value[0], dict):
+        if items and type(value[0]) is dict:
             items.sort(key=functools.cmp_to_key(_compare))
         return items
-    if isinstance(value, float) and value.is_integer():
-        return int(value)  # Go writes an integral float64 as an integer
+    if kind is float:
+        return go_float(value)  # an integral one is an integer, as Go writes a float64
     return value
 
 

@@ -134,7 +134,9 @@ async def test_a_netrc_file_is_not_read_and_the_token_is_sent(
     assert seen == ["Bearer s3cret"]
 
 
-async def test_the_proxy_the_environment_names_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_proxy_the_environment_names_is_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # given HTTP_PROXY naming a proxy, and a kubeconfig for a server only the proxy knows
     asked: list[str] = []
 

@@ -11,6 +11,7 @@ import hashlib
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from dgd.domain.gojson.encode import encode, plain, string
@@ -126,3 +127,24 @@ def test_pod_template_encoding_reproduces_upstreams_golden_worker_hash() -> None
 
     # then its SHA-256 starts with upstream's literal
     assert hashlib.sha256(data.encode()).hexdigest()[:8] == "2bc34b39"
+
+
+# Go 1.26's json.Marshal of each float64 (a throwaway Go program printed them).
+GO_FLOATS = [
+    (2.5e-5, "0.000025"), (1e-7, "1e-7"), (1.5e300, "1.5e+300"), (123.456, "123.456"),
+    (1e20, "100000000000000000000"), (1e21, "1e+21"), (5e-324, "5e-324"), (-0.5, "-0.5"),
+    (1e-6, "0.000001"), (0.0, "0"), (-0.0, "-0"), (-1e-10, "-1e-10"), (1.234e-5, "0.00001234"),
+    (2.0, "2"), (1e16 + 2, "10000000000000002"), (0.1, "0.1"),
+    (1.7976931348623157e308, "1.7976931348623157e+308"), (9.999999e-7, "9.999999e-7"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("number", "go"), GO_FLOATS, ids=[go for _, go in GO_FLOATS])
+def test_floats_are_written_as_go_writes_a_float64(number: float, go: str) -> None:
+    # when a float is written alone, in a map and in a list of objects sorted for a hash
+    alone, in_map, hashed = plain(number), plain({"b": number, "a": "<&>"}), sort_keys([{"n": number}])
+
+    # then it is Go's text everywhere, and strings keep Go's HTML-safe escapes
+    assert alone == go
+    assert in_map == f'{{"a":"\\u003c\\u0026\\u003e","b":{go}}}'
+    assert msgspec.json.encode(hashed) == f'[{{"n":{go}}}]'.encode()
