@@ -41,11 +41,14 @@ class Clock(Protocol):
 class LoopClock:
     """The running event loop's clock (``loop.time()``); real time, or virtual under looptime."""
 
+    # asyncio's own calls: what anyio's would come to on the asyncio backend the runtime runs on,
+    # without looking the backend up on every read of the clock.
+
     def now(self) -> float:
-        return anyio.current_time()
+        return asyncio.get_running_loop().time()
 
     async def sleep(self, delay: float) -> None:
-        await anyio.sleep(delay)
+        await asyncio.sleep(delay)
 
     def call_later(self, delay: float, callback: Callable[[], None]) -> Timer:
         return asyncio.get_running_loop().call_later(delay, callback)

@@ -6,8 +6,9 @@ buffer is full is *dropped*, as the API server drops an unresponsive watcher: it
 changes, its reader still gets everything buffered, and then the iteration ends. The reader resumes
 by watching from the last resourceVersion it saw (``Gone`` if that has left the history by then).
 
-(The buffer is a deque plus an ``anyio.Event`` rather than a memory object stream so that a
-bookmark timeout can never cancel a receive that already took an item.)
+(The buffer is a deque plus a wake-up future rather than a memory object stream so that a
+bookmark timeout can never cancel a receive that already took an item; the bookmark timeout is a
+timer that wakes the reader, not a cancel scope: a cheap wait, as every watch waits between bursts.)
 
 Selector semantics follow the watch cache: an object that starts matching arrives as ``ADDED``,
 one that stops matching as ``DELETED`` (its previous state, at the change's resourceVersion).
@@ -18,11 +19,11 @@ to it has been delivered).
 
 from __future__ import annotations
 
+import asyncio
+import math
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Self, TypeVar
-
-import anyio
 
 from dgd.cluster.errors import Gone, Invalid, Timeout
 from dgd.cluster.memory.selectors import Selector, parse
@@ -66,7 +67,7 @@ class Subscription:
         self.capacity = capacity
         self.buffer: deque[Delivery] = deque()
         self.dropped = False
-        self.wake: anyio.Event | None = None
+        self.wake: asyncio.Future[None] | None = None
 
     def offer(self, change: Change) -> bool:
         """Buffer the change if it concerns this watch; ``False`` once the buffer overflowed."""
@@ -78,7 +79,7 @@ class Subscription:
         else:
             self.buffer.append(delivery)
         if self.wake is not None:
-            self.wake.set()
+            _wake(self.wake)
             self.wake = None
         return not self.dropped
 
@@ -159,7 +160,7 @@ class MemoryWatch(Watch[T]):
         subscription.dropped = True
         self._ending = error
         if subscription.wake is not None:
-            subscription.wake.set()
+            _wake(subscription.wake)
             subscription.wake = None
         return True
 
@@ -223,14 +224,14 @@ class MemoryWatch(Watch[T]):
         if subscription is not None:
             self._hub.unsubscribe(self._rid, subscription)
             if subscription.wake is not None:
-                subscription.wake.set()
+                _wake(subscription.wake)
 
     async def _next(self) -> Delivery | None:
         """The next delivery; ``None`` for a bookmark; ends the iteration once the stream ends."""
         subscription = self._subscription
         assert subscription is not None
         if self._replay:
-            await anyio.lowlevel.checkpoint()
+            await asyncio.sleep(0)  # one turn of the loop per event, as a stream from a server takes
             return self._replay.popleft()
         while not subscription.buffer:
             if self._closed:
@@ -240,16 +241,22 @@ class MemoryWatch(Watch[T]):
                 if self._ending is not None:
                     raise self._ending
                 raise StopAsyncIteration
-            subscription.wake = wake = anyio.Event()
+            loop = asyncio.get_running_loop()
+            subscription.wake = wake = loop.create_future()
             if not self._bookmarks:
-                await wake.wait()
+                await wake
                 continue
-            with anyio.move_on_after(self._interval):
-                await wake.wait()
+            # Idle for the bookmark interval: the same future wakes the reader, empty-handed.
+            timer = loop.call_later(self._interval, _wake, wake) if self._interval != math.inf else None
+            try:
+                await wake
+            finally:
+                if timer is not None:
+                    timer.cancel()
             if not subscription.buffer and not subscription.dropped and not self._closed:
                 subscription.wake = None
                 return None
-        await anyio.lowlevel.checkpoint()
+        await asyncio.sleep(0)
         return subscription.buffer.popleft()
 
     def _start_version(self) -> int | None:
@@ -268,3 +275,9 @@ class MemoryWatch(Watch[T]):
         history = self._store.histories[self._rid]
         deliveries = (translate(change, self._namespace, selector) for change in history.since(start))
         return [delivery for delivery in deliveries if delivery is not None]
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    """Wake the reader waiting on ``future`` (if it still waits: it may have been cancelled)."""
+    if not future.done():
+        future.set_result(None)
