@@ -93,6 +93,7 @@ class ActorCell(Context[M]):
         "_actor",
         "_children",
         "_current",
+        "_end_waiters",
         "_exact",
         "_handle",
         "_kill_reason",
@@ -140,6 +141,9 @@ class ActorCell(Context[M]):
         self._children: Children | None = None
         self._handle: TaskHandle[None] | None = None
         self._current: Envelope | None = None
+        #: Who waits for the running incarnation to end (``wait_stopped``): told ``True`` when it does
+        #: (``None`` while nobody waits: an idle actor keeps no list).
+        self._end_waiters: list[asyncio.Future[bool]] | None = None
         self._started: asyncio.Future[None] | None = None
         self._kill_reason: BaseException | None = None
         self._stop_requested = False
@@ -229,17 +233,22 @@ class ActorCell(Context[M]):
         if timeout <= 0:
             if self._kill_reason is None and self.state is State.STOPPING:
                 self._force(Killed(self.path, "cancelled: its shutdown time was up"))
-        elif timeout != math.inf:
-            with anyio.CancelScope() as scope:
-                timer = self.system.clock.call_later(timeout, scope.cancel)
-                try:
-                    await handle.wait()
-                finally:
-                    timer.cancel()
-            if scope.cancelled_caught and self.state is State.STOPPING:
+        elif timeout != math.inf and _running(handle):
+            # The end of the incarnation or the timer, whichever comes first, resolves one future.
+            ended: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+            if self._end_waiters is None:
+                self._end_waiters = []
+            self._end_waiters.append(ended)
+            timer = self.system.clock.call_later(timeout, lambda: _resolve(ended, False))
+            try:
+                in_time = await ended
+            finally:
+                timer.cancel()
+            if not in_time and self.state is State.STOPPING:
                 logger.warning("%s did not stop within %gs; cancelling it", self.path, timeout)
                 self._force(Killed(self.path, f"cancelled: did not stop within {timeout:g}s"))
-        await handle.wait()
+        if _running(handle):
+            await handle.wait()
 
     def _force(self, reason: BaseException) -> None:
         self._kill_reason = reason
@@ -276,6 +285,10 @@ class ActorCell(Context[M]):
         self.state = State.STARTING
         self._started = started
         self._handle = tg.start_soon(self._run, name=self.path)
+        if actor.supervision is None and type(actor).on_start is Actor.on_start:
+            # Nothing to wait for: a plain worker without an ``on_start`` is up once its task exists
+            # (what is sent to it meanwhile waits in its mailbox), so its starter goes on at once.
+            self._mark_running()
         return started
 
     async def _run(self) -> None:
@@ -287,8 +300,9 @@ class ActorCell(Context[M]):
         assert actor is not None
         try:
             if actor.supervision is None:
-                await actor.on_start()
-                self._mark_running()
+                if self._started is not None:
+                    await actor.on_start()
+                    self._mark_running()
                 await self._serve()
             else:
                 await self._supervise(actor, actor.supervision)
@@ -386,6 +400,9 @@ class ActorCell(Context[M]):
         self._settle(left, reason)
         self._actor = None
         self._children = None
+        waiters, self._end_waiters = self._end_waiters, None
+        for waiter in waiters or ():
+            _resolve(waiter, True)
         if reason is not None:
             self._report(reason)
         started = self._started
@@ -422,3 +439,13 @@ class ActorCell(Context[M]):
             logger.warning("%s", reason)
         else:
             logger.error("%s crashed: %r", self.path, reason, exc_info=reason)
+
+
+def _running(handle: TaskHandle[None]) -> bool:
+    """Whether the incarnation's task has not ended yet."""
+    return handle.status in (TaskHandle.Status.PENDING, TaskHandle.Status.CANCELLING)
+
+
+def _resolve(future: asyncio.Future[bool], value: bool) -> None:
+    if not future.done():
+        future.set_result(value)
