@@ -17,7 +17,6 @@ Everything here is a function of its arguments; objects are Structs in, raw JSON
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable
 from typing import Any
 
@@ -28,6 +27,7 @@ from dgd.domain.metadata_keys import COMPONENT, GRAPH_NAME
 from dgd.domain.pod_merge import JSON
 from dgd.messages import dgd as dgd_messages
 from dgd.messages import dgdsa
+from dgd.messages.base import copy_json
 from dgd.messages.component import ComponentSpec
 from dgd.messages.dgd import DynamoGraphDeployment
 from dgd.messages.dgdsa import DynamoGraphDeploymentScalingAdapter as Adapter
@@ -76,7 +76,7 @@ def adapter_body(dgd: DynamoGraphDeployment, component: ComponentSpec, owner: JS
             "name": adapter_name(name, component.name),
             "namespace": dgd.metadata.namespace,
             "labels": adapter_labels(name, component.name),
-            "ownerReferences": [copy.deepcopy(owner)],
+            "ownerReferences": [copy_json(owner)],
         },
         "spec": {
             "replicas": replicas_of(component),
@@ -112,12 +112,12 @@ def _owner_references(adapter: Adapter, owner: JSON) -> list[JSON]:
     for reference in current:
         if _same_object(reference, owner):
             if not placed:
-                wanted.append(copy.deepcopy(owner))
+                wanted.append(copy_json(owner))
                 placed = True
         else:
             wanted.append(reference)
     if not placed:
-        wanted.append(copy.deepcopy(owner))
+        wanted.append(copy_json(owner))
     return wanted
 
 
@@ -231,7 +231,7 @@ def rescale(dgd: JSON, component_name: str, replicas: int) -> Rescale | None:
         before = DEFAULT_REPLICAS if before is None else int(before)
         if before == replicas:
             return None
-        body = copy.deepcopy(dgd)
+        body = copy_json(dgd)
         body["spec"]["components"][index]["replicas"] = replicas
         return Rescale(body, before)
     return None

@@ -8,9 +8,10 @@ merge key by key. All functions are pure and never modify their arguments.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable
 from typing import Any
+
+from dgd.messages.base import copy_json
 
 JSON = dict[str, Any]
 
@@ -28,14 +29,14 @@ def is_zero(value: Any) -> bool:
 
 def merge(base: JSON, overlay: JSON) -> JSON:
     """``overlay`` laid over ``base`` with mergo's override rules; a new object is returned."""
-    out = copy.deepcopy(base)
+    out: JSON = copy_json(base)
     for key, value in overlay.items():
         current = out.get(key)
         if isinstance(value, dict):
             # Objects (structs, maps, pointers to structs) merge key by key; a missing one is taken.
-            out[key] = merge(current, value) if isinstance(current, dict) else copy.deepcopy(value)
+            out[key] = merge(current, value) if isinstance(current, dict) else copy_json(value)
         elif not is_zero(value):
-            out[key] = copy.deepcopy(value)
+            out[key] = copy_json(value)
     return out
 
 
@@ -44,7 +45,7 @@ def merge_env(common: Iterable[JSON], specific: Iterable[JSON]) -> list[JSON]:
     the result sorted by name in byte order."""
     by_name: dict[str, JSON] = {}
     for entry in (*common, *specific):
-        by_name[str(entry.get("name", ""))] = copy.deepcopy(entry)
+        by_name[str(entry.get("name", ""))] = copy_json(entry)
     return [by_name[name] for name in sorted(by_name, key=lambda n: n.encode("utf-8"))]
 
 

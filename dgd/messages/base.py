@@ -9,12 +9,30 @@ still decode); input validation reports them separately (``dgd.domain.admission.
 
 from __future__ import annotations
 
+import copy
 from typing import Annotated, Any
 
 import msgspec
 
 #: JSON that the operator does not model (pod templates, user fields): passed through untouched.
 JSONObject = dict[str, Any]
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of a JSON value: objects and lists copied, scalars (immutable) shared. What
+    ``copy.deepcopy`` gives for JSON, a few times faster (it keeps no memo of shared parts); anything
+    that is not JSON is handed to ``copy.deepcopy``."""
+    kind = type(value)
+    if kind is dict:
+        return {key: copy_json(item) for key, item in value.items()}
+    if kind is list:
+        return [copy_json(item) for item in value]
+    if kind in _SCALARS:
+        return value
+    return copy.deepcopy(value)
+
 
 #: A Kubernetes resource quantity pattern (the one the API server's CRD schemas use).
 QUANTITY_PATTERN = (

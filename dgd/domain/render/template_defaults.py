@@ -6,7 +6,6 @@ generated DCD (Component pathway). Component values always win over graph-level 
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from msgspec import structs
@@ -17,6 +16,7 @@ from dgd.domain.podtemplate import main_container, with_main_container
 from dgd.domain.render.backends import Backend
 from dgd.domain.render.command_line import DetectionError, detect_framework
 from dgd.domain.render.errors import RenderError
+from dgd.messages.base import copy_json
 from dgd.messages.component import WORKER_TYPES, ComponentSpec
 from dgd.messages.dgd import DynamoGraphDeployment
 
@@ -48,7 +48,7 @@ def with_template_metadata(pod_template: JSON, key: str, values: dict[str, str])
 
 def apply_template_defaults(component: ComponentSpec, dgd: DynamoGraphDeployment) -> ComponentSpec:
     """The component with the DGD's env, propagated annotations, and spec labels/annotations merged in."""
-    template: JSON = copy.deepcopy(component.pod_template or {})
+    template: JSON = copy_json(component.pod_template or {})
     # Graph env goes under the main container's env (created first in the list if missing).
     if dgd.spec.env:
         spec, main = with_main_container(template)
