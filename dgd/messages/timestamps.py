@@ -8,6 +8,7 @@ virtual clock also drives.)
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -20,7 +21,13 @@ wall_clock: Clock = time.time
 
 def rfc3339(seconds: float) -> str:
     """A ``metav1.Time``: whole seconds, UTC, ``YYYY-MM-DDTHH:MM:SSZ``."""
-    return datetime.fromtimestamp(int(seconds), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _whole_seconds(int(seconds))
+
+
+@functools.lru_cache(maxsize=64)
+def _whole_seconds(seconds: int) -> str:
+    # Remembered: a burst of writes stamps the same second again and again.
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def rfc3339_micro(seconds: float) -> str:

@@ -14,6 +14,7 @@ An empty selector matches everything. A malformed one is ``Invalid`` (a 400 from
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -91,6 +92,12 @@ def parse(text: str | None) -> Selector:
     """The selector written as ``text`` (``None`` or blank: everything); ``Invalid`` if malformed."""
     if text is None or not text.strip():
         return EVERYTHING
+    return _parsed(text)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(text: str) -> Selector:
+    # Remembered (a Selector is immutable): the same few selectors are listed and watched again and again.
     tokens = _tokenize(text)
     requirements: list[Requirement] = []
     position = 0

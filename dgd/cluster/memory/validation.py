@@ -8,6 +8,7 @@ the ``events.k8s.io/v1`` Event rules. Raw kinds get only the metadata checks.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -51,12 +52,19 @@ def invalid(resource: Resource[Any], metadata: JSONObject, causes: list[Cause]) 
     )
 
 
+@functools.lru_cache(maxsize=4096)
 def qualified_name(key: str) -> bool:
-    """A label, annotation or finalizer key: an optional DNS-subdomain prefix, ``/``, a name."""
+    """A label, annotation or finalizer key: an optional DNS-subdomain prefix, ``/``, a name.
+    (Remembered: every write checks the same few keys again.)"""
     prefix, _, name = key.rpartition("/")
     if prefix and (len(prefix) > 253 or not _SUBDOMAIN.match(prefix)):
         return False
     return 0 < len(name) <= 63 and _NAME.match(name) is not None
+
+
+@functools.lru_cache(maxsize=4096)
+def _label_value(value: str) -> bool:
+    return len(value) <= 63 and _LABEL_VALUE.match(value) is not None
 
 
 def _type_causes(resource: Resource[Any], data: JSONObject) -> list[Cause]:
@@ -89,7 +97,7 @@ def _metadata_causes(resource: Resource[Any], metadata: JSONObject) -> list[Caus
     for key, value in (metadata.get("labels") or {}).items():
         if not qualified_name(key):
             causes.append(Cause(f"metadata.labels[{key}]", "invalid label key"))
-        if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
+        if not isinstance(value, str) or not _label_value(value):
             causes.append(Cause(f"metadata.labels[{key}]", f"invalid label value {value!r}"))
     annotations = metadata.get("annotations") or {}
     for key, value in annotations.items():
