@@ -70,7 +70,8 @@ class _Turns:
     """The lock of one shared object, and how many reconciles hold it or wait for it."""
 
     def __init__(self) -> None:
-        self.lock = anyio.Lock()
+        # Taken at once when free (no extra loop turn): waiters still queue in order.
+        self.lock = anyio.Lock(fast_acquire=True)
         self.users = 0
 
 
