@@ -49,13 +49,13 @@ class NamespaceLifecycle:
         found = self._server.store.get(self._server.key(namespaces, None, name))
         if found is None:
             raise NotFound(f'namespaces "{name}" not found', kind="namespaces", name=name)
-        if found.metadata.get("deletionTimestamp"):
+        if found.deleting:
             why = f"unable to create new content in namespace {name} because it is being terminated"
             raise Forbidden(f'{resource} "{metadata.get("name")}" is forbidden: {why}', kind=resource.kind)
 
     def terminate(self, current: Stored) -> None:
         """Deleting a namespace marks it ``Terminating``; its content goes in ``finalize``."""
-        if current.metadata.get("deletionTimestamp"):
+        if current.deleting:
             return
         new = mark_deleting(current.thaw(), self._server.now())
         new.setdefault("status", {})["phase"] = "Terminating"
@@ -68,10 +68,11 @@ class NamespaceLifecycle:
         if server.resources.get(NAMESPACE_ID) is None:
             return False
         changed = False
+        # After every write: what the store indexes tells a terminating namespace, no decoding.
         for namespace in store.items(NAMESPACE_ID):
-            if not namespace.metadata.get("deletionTimestamp"):
+            if not namespace.deleting:
                 continue
-            name = str(namespace.metadata.get("name"))
+            name = namespace.key[2]
             content = [
                 stored
                 for rid, resource in server.resources.items()
@@ -79,7 +80,7 @@ class NamespaceLifecycle:
                 for stored in store.items(rid, name)
             ]
             for stored in content:
-                if not stored.metadata.get("deletionTimestamp"):
+                if not stored.deleting:
                     server.delete_stored(stored, "Background")
                     changed = True
             if not content:

@@ -75,7 +75,11 @@ class Selector(msgspec.Struct, frozen=True):
 
     def matches(self, labels: Mapping[str, str] | None) -> bool:
         found = labels or {}
-        return all(requirement.matches(found) for requirement in self.requirements)
+        # A plain loop, not all() over a generator: every write is matched against every watch.
+        for requirement in self.requirements:  # noqa: SIM110
+            if not requirement.matches(found):
+                return False
+        return True
 
     @property
     def empty(self) -> bool:
