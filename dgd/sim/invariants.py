@@ -108,6 +108,9 @@ class Violation(msgspec.Struct, frozen=True):
 
 class _Heard(msgspec.Struct):
     change: Change
+    #: The object as stored, taken while the store still holds it decoded (judged later, it would
+    #: have to be decoded again from its bytes).
+    obj: JSONObject
     writer: str | None
     at: float
 
@@ -203,7 +206,8 @@ class Invariants:
 
     def _hear(self, change: Change) -> None:
         cell = current_actor.get()
-        self._heard.append(_Heard(change, cell.path if cell is not None else None, self._sim.elapsed()))
+        writer = cell.path if cell is not None else None
+        self._heard.append(_Heard(change, change.obj.data, writer, self._sim.elapsed()))
 
     def _learn(self, obj: JSONObject) -> None:
         """Take an object that existed before listening began as the starting point."""
@@ -224,11 +228,10 @@ class Invariants:
     # -- judging ---------------------------------------------------------------------------------
 
     def _judge(self, item: _Heard) -> None:
-        change, writer, at = item.change, item.writer, item.at
+        change, obj, writer, at = item.change, item.obj, item.writer, item.at
         plural = change.key[0]
-        obj = change.obj.data
         if plural == _DGD:
-            self._judge_dgd(change, writer, at)
+            self._judge_dgd(change, obj, writer, at)
         elif plural == _EVENT and change.type == "ADDED":
             self._judge_event(obj, change.rv, at)
         elif plural == _DGDSA:
@@ -242,10 +245,10 @@ class Invariants:
                 held[change.key] = obj
         owner = _controller(obj, "DynamoGraphDeployment")
         if owner is not None:
-            self._judge_child(change, owner, writer, at)
+            self._judge_child(change, obj, owner, writer, at)
 
-    def _judge_dgd(self, change: Change, writer: str | None, at: float) -> None:
-        obj, prev = change.obj.data, change.prev.data if change.prev is not None else None
+    def _judge_dgd(self, change: Change, obj: JSONObject, writer: str | None, at: float) -> None:
+        prev = change.prev.data if change.prev is not None else None
         metadata = obj["metadata"]
         namespace, name, uid = metadata.get("namespace"), metadata.get("name"), change.obj.uid
         where = f"{namespace}/{name}"
@@ -362,8 +365,10 @@ class Invariants:
             self._violate("events-follow-status", at, detail)
         self._emitted[(uid, reason)] = written
 
-    def _judge_child(self, change: Change, owner: str, writer: str | None, at: float) -> None:
-        key, obj = change.key, change.obj.data
+    def _judge_child(
+        self, change: Change, obj: JSONObject, owner: str, writer: str | None, at: float
+    ) -> None:
+        key = change.key
         metadata = obj.get("metadata") or {}
         created = self._created.get((key, owner))
         if change.type == "ADDED":
