@@ -87,9 +87,11 @@ def shape_errors(pod_template: Any, path: str) -> Iterator[tuple[str, str]]:
 
 def _fields(value: dict[str, Any], types: dict[str, str], path: str) -> Iterator[tuple[str, str]]:
     for key, kind in types.items():
-        yield from _typed(value.get(key), kind, f"{path}.{key}")
-        named = _NAMED.get(key)
         items = value.get(key)
+        if items is None:
+            continue  # absent: nothing to check (and no path to spell out)
+        yield from _typed(items, kind, f"{path}.{key}")
+        named = _NAMED.get(key)
         if named and isinstance(items, list):
             for index, item in enumerate(items):
                 if isinstance(item, dict) and not isinstance(item.get(named), str | None):
