@@ -38,6 +38,15 @@ from dgd.messages.dgd import DynamoGraphDeployment
 _OWN_ANNOTATIONS = frozenset({CURRENT_WORKER_HASH, CURRENT_WORKER_HASH_V2, WORKLOAD_PROVIDER})
 
 
+def _without_replicas(dgd: DynamoGraphDeployment) -> bytes:
+    """The DGD's spec, its components' replicas left out, as bytes to compare."""
+    components = [msgspec.structs.replace(c, replicas=None) for c in dgd.spec.components or []]
+    return _PACK.encode(msgspec.structs.replace(dgd.spec, components=components))
+
+
+_PACK = msgspec.msgpack.Encoder()
+
+
 class ProgramParts(TypedDict):
     """What both programs are built with: the config, the cache and writer of children, the clock's
     RFC 3339 now, and the DGD actor's children they ask."""
@@ -83,9 +92,10 @@ class WorkloadProgram:
     def desired_worker_hash(self, dgd: DynamoGraphDeployment) -> str:
         """The desired worker hash (pure, and the costliest render: computed once per spec and metadata;
         the annotations the operator writes itself, the worker hashes and the provider, are not among
-        its inputs, so recording them does not compute it again)."""
+        its inputs, so recording them does not compute it again; nor are the components' replicas,
+        which the hash leaves out by definition (``dgd.domain.worker_hash``), so a scale does not)."""
         annotations = {k: v for k, v in (dgd.metadata.annotations or {}).items() if k not in _OWN_ANNOTATIONS}
-        inputs = hash((dgd.metadata.generation, msgspec.json.encode(annotations)))
+        inputs = hash((_without_replicas(dgd), msgspec.json.encode(annotations)))
         if inputs != self._hash_inputs:
             self._hash, self._hash_inputs = worker_hash(dgd), inputs
         return self._hash

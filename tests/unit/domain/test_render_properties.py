@@ -87,7 +87,8 @@ def test_worker_hash_ignores_scaling_edits(
     assume(_workers(dgd))
     before = worker_hash(dgd)
 
-    # when every worker's replicas, minAvailable and scaling adapter change
+    # when every worker's replicas, minAvailable and scaling adapter change, and every other
+    # component's replicas too
     edited = dgd
     for index in _workers(dgd):
         edited = _with_component(
@@ -97,8 +98,11 @@ def test_worker_hash_ignores_scaling_edits(
             min_available=min(floor, replicas) or 1,
             scaling_adapter=ScalingAdapter() if adapter else None,
         )
+    for index, _ in enumerate(dgd.spec.components or []):
+        if index not in _workers(dgd):
+            edited = _with_component(edited, index, replicas=replicas)
 
-    # then the worker hash is the same
+    # then the worker hash is the same (``desired_worker_hash`` does not compute it again for a scale)
     assert worker_hash(edited) == before
 
 
