@@ -43,6 +43,7 @@ from dgd.sim.world.grove_children import (
     member_cliques,
     scaling_groups,
     standalone_cliques,
+    template_hashes,
 )
 from dgd.sim.world.grove_status import clique_status, group_status, set_status
 from dgd.sim.world.pods import by_name, is_active, is_deleting, is_ready, is_terminal, labels, pod_manifest
@@ -67,14 +68,15 @@ class GroveController(WorldController):
         pcs = await self.live_root(PCS, namespace, name, SET_FINALIZER)
         if pcs is None:
             return None
-        now, set_hash = rfc3339(self.clock()), generation_hash(pcs)
+        hashes = template_hashes(pcs)
+        now, set_hash = rfc3339(self.clock()), generation_hash(pcs, hashes)
         selector = f"{PART_OF}={name},{GROVE_SELECTOR}"
 
         # Children: scaling groups first (members are owned by them), then every PodClique.
         have_groups = (await self.cluster.list(PCSG, namespace=namespace, label_selector=selector)).items
         groups = await self._sync(PCSG, scaling_groups(pcs), have_groups)
         have_cliques = (await self.cluster.list(PCLQ, namespace=namespace, label_selector=selector)).items
-        wanted = standalone_cliques(pcs) + [m for group in groups for m in member_cliques(pcs, group)]
+        wanted = standalone_cliques(pcs, hashes) + [m for g in groups for m in member_cliques(pcs, g, hashes)]
         cliques = await self._sync(PCLQ, wanted, have_cliques)
 
         # Pods: each clique's count and template; read back once if anything changed.

@@ -51,10 +51,17 @@ def template_hash(clique: PodCliqueTemplateSpec) -> str:
     )
 
 
-def generation_hash(pcs: PodCliqueSet) -> str:
-    """The PodCliqueSet's generation hash: changes when any clique's pods must be replaced."""
+def template_hashes(pcs: PodCliqueSet) -> list[str]:
+    """The hash of each clique template of the set, in template order: computed once per pass, as
+    the set's generation hash and every PodClique made from a template carry it."""
+    return [template_hash(clique) for clique in pcs.spec.template.cliques]
+
+
+def generation_hash(pcs: PodCliqueSet, hashes: list[str]) -> str:
+    """The PodCliqueSet's generation hash (``hashes``: its ``template_hashes``): changes when any
+    clique's pods must be replaced."""
     template = pcs.spec.template
-    cliques = sorted((clique.name, template_hash(clique)) for clique in template.cliques)
+    cliques = sorted((clique.name, hashed) for clique, hashed in zip(template.cliques, hashes, strict=True))
     groups = sorted((group.name, group.clique_names) for group in template.pod_clique_scaling_groups or [])
     return _digest([cliques, groups])
 
@@ -75,27 +82,31 @@ def scaling_groups(pcs: PodCliqueSet) -> list[PodCliqueScalingGroup]:
     return out
 
 
-def standalone_cliques(pcs: PodCliqueSet) -> list[PodClique]:
-    """The PodCliques of every set replica for the cliques that belong to no scaling group."""
+def standalone_cliques(pcs: PodCliqueSet, hashes: list[str]) -> list[PodClique]:
+    """The PodCliques of every set replica for the cliques that belong to no scaling group
+    (``hashes``: the set's ``template_hashes``)."""
     grouped = {
         name for group in pcs.spec.template.pod_clique_scaling_groups or [] for name in group.clique_names
     }
     out = []
     for index in range(_set_replicas(pcs)):
-        for clique in pcs.spec.template.cliques:
+        for clique, hashed in zip(pcs.spec.template.cliques, hashes, strict=True):
             if clique.name not in grouped:
                 name = f"{pcs.metadata.name}-{index}-{clique.name}"
                 extra = {COMPONENT: "pcs-podclique", PODGANG: f"{pcs.metadata.name}-{index}"}
-                out.append(_clique(pcs, clique, name, _grove_labels(pcs, index) | extra, _owner(pcs)))
+                labels = _grove_labels(pcs, index) | extra
+                out.append(_clique(pcs, clique, hashed, name, labels, _owner(pcs)))
     return out
 
 
-def member_cliques(pcs: PodCliqueSet, group: PodCliqueScalingGroup) -> list[PodClique]:
-    """The member PodCliques of every replica a scaling group has now."""
+def member_cliques(pcs: PodCliqueSet, group: PodCliqueScalingGroup, hashes: list[str]) -> list[PodClique]:
+    """The member PodCliques of every replica a scaling group has now (``hashes``: the set's
+    ``template_hashes``)."""
     config = _config(pcs, group)
     if config is None:
         return []
-    templates = {clique.name: clique for clique in pcs.spec.template.cliques}
+    cliques = pcs.spec.template.cliques
+    templates = {clique.name: (clique, hashed) for clique, hashed in zip(cliques, hashes, strict=True)}
     labels = group.metadata.labels or {}
     index = int(labels.get(SET_REPLICA, "0"))
     base = group.spec.min_available or 1
@@ -113,17 +124,22 @@ def member_cliques(pcs: PodCliqueSet, group: PodCliqueScalingGroup) -> list[PodC
             PODGANG: gang,
         }
         for clique_name in config.clique_names:
-            clique = templates.get(clique_name)
-            if clique is not None:
+            found = templates.get(clique_name)
+            if found is not None:
                 name = f"{group.metadata.name}-{replica}-{clique_name}"
-                out.append(_clique(pcs, clique, name, _grove_labels(pcs, index) | extra, owner))
+                out.append(_clique(pcs, *found, name, _grove_labels(pcs, index) | extra, owner))
     return out
 
 
 def _clique(
-    pcs: PodCliqueSet, clique: PodCliqueTemplateSpec, name: str, labels: dict[str, str], owner: OwnerReference
+    pcs: PodCliqueSet,
+    clique: PodCliqueTemplateSpec,
+    hashed: str,
+    name: str,
+    labels: dict[str, str],
+    owner: OwnerReference,
 ) -> PodClique:
-    labels = (clique.labels or {}) | labels | {PODCLIQUE: name, POD_TEMPLATE_HASH: template_hash(clique)}
+    labels = (clique.labels or {}) | labels | {PODCLIQUE: name, POD_TEMPLATE_HASH: hashed}
     spec = clique.spec
     if spec.min_available is None:
         spec = msgspec.structs.replace(spec, min_available=spec.replicas)
