@@ -19,12 +19,15 @@ DEFAULT_GPU_RESOURCE = "nvidia.com/gpu"
 
 
 def needs_pod_template(service: dict[str, Any], payload_has_pod_template: bool) -> bool:
-    """Whether the service carries anything that only a v1beta1 ``podTemplate`` can hold."""
+    """Whether the service carries anything that only a v1beta1 ``podTemplate`` can hold: a mount
+    other than the compilation cache (the first flagged one, §1.7) is main's, flagged or not."""
+    mounts = service.get("volumeMounts") or []
+    cache = next((mount for mount in mounts if mount.get("useAsCompilationCache")), None)
     return (
         service.get("resources") is not None
         or bool(service.get("envs"))
         or service.get("envFromSecret") is not None
-        or any(not mount.get("useAsCompilationCache") for mount in service.get("volumeMounts") or [])
+        or any(mount is not cache for mount in mounts)
         or service.get("livenessProbe") is not None
         or service.get("readinessProbe") is not None
         or not extra_pod_spec_is_zero(service.get("extraPodSpec"))

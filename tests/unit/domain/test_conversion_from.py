@@ -835,3 +835,32 @@ def _dcd(version: str, spec: dict[str, Any], name: str) -> dict[str, Any]:
         "metadata": {"name": name},
         "spec": spec,
     }
+
+
+def test_a_second_cache_flagged_mount_is_mounted_on_main_and_round_trips() -> None:
+    # given a v1alpha1 service with two mounts flagged as the compilation cache and nothing else
+    # (found by the property above: the second mount vanished from the rendered pod and the view)
+    mounts = [
+        {"name": "cache", "mountPoint": "/cache", "useAsCompilationCache": True},
+        {"name": "data", "mountPoint": "/data", "useAsCompilationCache": True},
+    ]
+    document = {
+        "apiVersion": ALPHA,
+        "kind": "DynamoGraphDeployment",
+        "metadata": {"name": "graph", "namespace": "ns"},
+        "spec": {"services": {"a": {"volumeMounts": mounts}}},
+    }
+
+    # when it is stored as v1beta1 and read back as v1alpha1
+    stored = dgd_to_v1beta1(document)
+    view = dgd_to_v1alpha1(stored)
+
+    # then the first is the cache, both are mounted on main, and the view gives both back
+    component = stored["spec"]["components"][0]
+    assert component["compilationCache"] == {"pvcName": "cache", "mountPath": "/cache"}
+    main = component["podTemplate"]["spec"]["containers"][0]
+    assert [(m["name"], m["mountPath"]) for m in main["volumeMounts"]] == [
+        ("cache", "/cache"),
+        ("data", "/data"),
+    ]
+    assert view["spec"]["services"]["a"]["volumeMounts"] == mounts
