@@ -93,12 +93,16 @@ class ApiServer:
         return stored
 
     def list(self, resource: Resource[Any], namespace: str | None, selector: Selector) -> list[Stored]:
-        # An equality requirement narrows the candidates through the label index.
-        narrowing = next((r for r in selector.requirements if r.operator in ("=", "in")), None)
-        if narrowing is not None:
-            items = self.store.labelled(self.id(resource), namespace, narrowing.key, narrowing.values)
+        # The equality requirement that the fewest objects meet narrows the candidates through the
+        # label index (``part-of=<set>`` rather than ``managed-by=grove-operator``, which every
+        # object Grove made meets), so a list costs what it finds, not what the resource holds.
+        rid = self.id(resource)
+        equalities = [r for r in selector.requirements if r.operator in ("=", "in")]
+        if equalities:
+            narrowing = min(equalities, key=lambda r: self.store.count_labelled(rid, r.key, r.values))
+            items = self.store.labelled(rid, namespace, narrowing.key, narrowing.values)
         else:
-            items = self.store.items(self.id(resource), namespace)
+            items = self.store.items(rid, namespace)
         return items if selector.empty else [stored for stored in items if selector.matches(stored.labels)]
 
     # Writes.

@@ -181,6 +181,10 @@ class Store:
             if (namespace is None or k[0] == namespace) and k in found
         ]
 
+    def count_labelled(self, plural: str, key: str, values: Iterable[str]) -> int:
+        """How many objects of a resource (in every namespace) have label ``key`` at one of ``values``."""
+        return sum(len(self._by_label.get((plural, key, value), ())) for value in values)
+
     def by_uid(self, uid: str) -> Stored | None:
         return self._by_uid.get(uid)
 
