@@ -88,9 +88,10 @@ class ScalingAdapters(Actor[ReconcileAdapters]):
                 return StepFailed(f"failed to reconcile scaling adapter {name}: {error}")
             if change is not None:
                 written[change].append(name)
-        # Adapters of components the DGD no longer has.
+        # Adapters of components the DGD no longer has, among those it controls (an index read, not
+        # every adapter of the namespace: the namespace may hold thousands of DGDs).
         try:
-            adapters = await self._reader.list(DGDSA, namespace)
+            adapters = await self._reader.controlled_by(DGDSA, namespace, owner.metadata.uid)
         except ClusterError as error:
             return StepFailed(f"failed to list the scaling adapters of {dgd.metadata.name}: {error}")
         for orphan in orphans(adapters, dgd, owner.metadata.uid):
