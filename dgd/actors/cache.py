@@ -32,6 +32,7 @@ from dgd.cluster.errors import NotFound
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import (
     CONFIG_MAP,
+    DGDSA,
     INGRESS,
     PCLQ,
     PCS,
@@ -42,6 +43,7 @@ from dgd.cluster.resources import (
     ObjectKey,
     Resource,
 )
+from dgd.messages.dgdsa import DGDSASpec
 from dgd.messages.grove import PodClique, PodCliqueSet
 from dgd.messages.meta import identity
 
@@ -117,6 +119,19 @@ SLIM: Mapping[str, Callable[[Any], Any]] = {
     str(ROLE_BINDING): _binding,
 }
 
+
+def _scaled_graph(adapter: Any) -> str | None:
+    """The DGD a scaling adapter scales (``spec.dgdRef.name``, in the adapter's namespace)."""
+    spec = getattr(adapter, "spec", None)
+    return spec.dgd_ref.name if isinstance(spec, DGDSASpec) else None
+
+
+#: What the cache indexes objects of a kind by besides their controller, by resource id: the name of
+#: the object (in the same namespace) they refer to (``referring``). A scaling adapter refers to the
+#: DGD it scales, and a DGD's change reaches its adapters through this index, not by a scan of every
+#: adapter of the namespace.
+REFERENCES: Mapping[str, Callable[[Any], str | None]] = {str(DGDSA): _scaled_graph}
+
 #: Hears ``(resource id, event type, old, new)`` for every change an informer caches.
 Listener = Callable[[str, str, Any, Any], None]
 
@@ -137,6 +152,10 @@ class Cache:
         self._unlisted: dict[str, set[str | None]] = {}
         # resource -> controller uid -> names of the objects it controls.
         self._controlled: dict[str, dict[str, set[_Name]]] = {}
+        # resource -> (namespace, name referred to) -> names of the objects referring to it, and
+        # resource -> name -> what that object refers to (``REFERENCES``).
+        self._referring: dict[str, dict[_Name, set[_Name]]] = {}
+        self._refers: dict[str, dict[_Name, _Name]] = {}
         self._listeners: list[Listener] = []
 
     def listen(self, listener: Listener) -> None:
@@ -215,6 +234,13 @@ class Cache:
         shelf = self._objects[str(resource)]
         return [cast("T", shelf.get(name)) for name in sorted(names)]
 
+    def referring(self, resource: Resource[T], namespace: str | None, name: str) -> builtins.list[T]:
+        """Objects of ``resource`` in ``namespace`` that refer to the object ``name`` there (``REFERENCES``),
+        by name."""
+        names = self._referring.get(str(resource), {}).get((namespace, name), set())
+        shelf = self._objects[str(resource)]
+        return [cast("T", shelf.get(held)) for held in sorted(names)]
+
     def _store(self, resource: Resource[Any], name: _Name, obj: Any) -> None:
         rid, shelf = str(resource), self._shelf(resource)
         if name in shelf:
@@ -223,6 +249,11 @@ class Cache:
         owner = shelf.controller(name)
         if owner:
             self._controlled.setdefault(rid, {}).setdefault(owner, set()).add(name)
+        reference = REFERENCES.get(rid)
+        referred = reference(obj) if reference is not None else None
+        if referred:
+            self._refers.setdefault(rid, {})[name] = (name[0], referred)
+            self._referring.setdefault(rid, {}).setdefault((name[0], referred), set()).add(name)
 
     def _drop(self, rid: str, name: _Name) -> Any:
         shelf = self._objects.get(rid)
@@ -237,6 +268,12 @@ class Cache:
             names.discard(name)
             if not names:
                 del self._controlled[rid][owner or ""]
+        referred = self._refers.get(rid, {}).pop(name, None)
+        if referred is not None:
+            referring = self._referring[rid][referred]
+            referring.discard(name)
+            if not referring:
+                del self._referring[rid][referred]
 
     # Writers.
 

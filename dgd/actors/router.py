@@ -167,9 +167,8 @@ class Router(Actor[RouterMessage]):
             await self._resume_if_respecified(self._dgds, actor_id, old, new)
         # The adapters that drive this DGD's replicas see every change of them.
         if self._cache.caches(DGDSA) and adapters_concerned(event_type, old, new):
-            for adapter in self._cache.list(DGDSA, new.metadata.namespace):
-                if adapter.spec.dgd_ref.name == new.metadata.name:
-                    self._nudge_if_running(self._adapters, object_key(adapter))
+            for adapter in self._cache.referring(DGDSA, new.metadata.namespace, new.metadata.name):
+                self._nudge_if_running(self._adapters, object_key(adapter))
 
     async def _route_adapter(self, event_type: str, old: Any, new: Any, relisted: bool) -> None:
         actor_id = object_key(new)

@@ -10,7 +10,8 @@ import pytest
 from dgd.actors.cache import Cache, Reader
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.protocol import Cluster
-from dgd.cluster.resources import CLUSTER_ROLE, NAMESPACE, PCLQ, SERVICE, ObjectKey
+from dgd.cluster.resources import CLUSTER_ROLE, DGDSA, NAMESPACE, PCLQ, SERVICE, ObjectKey
+from dgd.messages.dgdsa import DynamoGraphDeploymentScalingAdapter as Adapter
 from dgd.messages.grove import PodClique
 
 pytestmark = pytest.mark.anyio
@@ -204,3 +205,44 @@ def test_a_podclique_is_cached_without_the_pod_spec_grove_copied_into_it() -> No
     assert (held.spec.replicas, held.spec.role_name) == (2, "worker")
     assert held.status == clique.status
     assert listed[0].new.spec.pod_spec == {}
+
+
+def scaling_adapter(name: str, graph: str, version: str) -> Adapter:
+    return msgspec.convert(
+        {
+            "apiVersion": "nvidia.com/v1beta1",
+            "kind": "DynamoGraphDeploymentScalingAdapter",
+            "metadata": {"name": name, "namespace": "ns", "resourceVersion": version},
+            "spec": {"replicas": 1, "dgdRef": {"name": graph, "componentName": "Worker"}},
+        },
+        Adapter,
+    )
+
+
+def referring(cache: Cache, graph: str) -> list[str | None]:
+    return [adapter.metadata.name for adapter in cache.referring(DGDSA, "ns", graph)]
+
+
+def test_scaling_adapters_are_found_by_the_dgd_they_scale_as_their_reference_changes() -> None:
+    # given three adapters, two of them scaling DGD a and one scaling b
+    cache = Cache()
+    cache.serve(DGDSA)
+    cache.replace(
+        DGDSA,
+        [
+            scaling_adapter("a-w", "a", "1"),
+            scaling_adapter("x-w", "a", "1"),
+            scaling_adapter("b-w", "b", "1"),
+        ],
+    )
+    assert referring(cache, "a") == ["a-w", "x-w"]
+    assert referring(cache, "b") == ["b-w"]
+
+    # when one of a's adapters is repointed at b, and b's own adapter is deleted
+    cache.apply(DGDSA, "MODIFIED", scaling_adapter("x-w", "b", "2"))
+    cache.apply(DGDSA, "DELETED", scaling_adapter("b-w", "b", "2"))
+
+    # then each DGD finds exactly the adapters that scale it now; another namespace finds none
+    assert referring(cache, "a") == ["a-w"]
+    assert referring(cache, "b") == ["x-w"]
+    assert cache.referring(DGDSA, "other", "a") == []
