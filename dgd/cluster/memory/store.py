@@ -27,29 +27,32 @@ ChangeType = Literal["ADDED", "MODIFIED", "DELETED"]
 StoreKey = tuple[str, str | None, str]
 
 
+class _Envelope(msgspec.Struct):
+    """What the store reads of a stored object without decoding all of it: its metadata."""
+
+    metadata: JSONObject
+
+
+_ENVELOPE = msgspec.json.Decoder(_Envelope)
+
+
 class Stored:
     """One stored version of one object. ``data`` is never mutated; decode ``blob`` to get a copy.
 
-    Once the store's listeners have seen a version, it is ``release``d: it keeps its bytes and what
-    the store indexes and collects garbage by (uid, labels, owners, finalizers, deletion), and
-    ``data`` decodes the bytes when asked (reads decode them anyway). The objects and the history a
-    watch resumes from then cost their encoded size, not their Python objects (issue 18: a simulated
-    fleet's memory).
+    Once the store's listeners have seen a version, it is ``release``d: it keeps only its bytes, and
+    ``data`` decodes them when asked (reads decode them anyway), as do the fields the store indexes
+    and collects garbage by (uid, labels, owners, finalizers, deletion), from the metadata alone. The
+    objects and the history a watch resumes from then cost their encoded size, not their Python
+    objects (issue 18: a simulated fleet's memory).
     """
 
-    __slots__ = ("_data", "blob", "deleting", "finalizers", "key", "labels", "owners", "rv", "uid")
+    __slots__ = ("_data", "blob", "key", "rv")
 
     def __init__(self, key: StoreKey, data: JSONObject, rv: int) -> None:
-        metadata = data["metadata"]
         self.key = key
         self._data: JSONObject | None = data
         self.rv = rv
         self.blob = msgspec.json.encode(data)
-        self.uid: str = metadata.get("uid", "")
-        self.labels: dict[str, str] = metadata.get("labels") or {}
-        self.owners: tuple[JSONObject, ...] = tuple(metadata.get("ownerReferences") or ())
-        self.finalizers: tuple[str, ...] = tuple(metadata.get("finalizers") or ())
-        self.deleting = bool(metadata.get("deletionTimestamp"))
 
     @property
     def data(self) -> JSONObject:
@@ -61,11 +64,35 @@ class Stored:
 
     @property
     def metadata(self) -> JSONObject:
-        metadata: JSONObject = self.data["metadata"]
-        return metadata
+        """The object's metadata (do not mutate it; decoded afresh once released)."""
+        if self._data is not None:
+            metadata: JSONObject = self._data["metadata"]
+            return metadata
+        return _ENVELOPE.decode(self.blob).metadata
+
+    @property
+    def uid(self) -> str:
+        return str(self.metadata.get("uid", ""))
+
+    @property
+    def labels(self) -> dict[str, str]:
+        labels: dict[str, str] = self.metadata.get("labels") or {}
+        return labels
+
+    @property
+    def owners(self) -> tuple[JSONObject, ...]:
+        return tuple(self.metadata.get("ownerReferences") or ())
+
+    @property
+    def finalizers(self) -> tuple[str, ...]:
+        return tuple(self.metadata.get("finalizers") or ())
+
+    @property
+    def deleting(self) -> bool:
+        return bool(self.metadata.get("deletionTimestamp"))
 
     def release(self) -> None:
-        """Keep only the bytes and the indexed fields of this version (see the class)."""
+        """Keep only the bytes of this version (see the class)."""
         self._data = None
 
     def thaw(self) -> JSONObject:
@@ -150,9 +177,12 @@ class Store:
         self.histories = {plural: History(history_size) for plural in self._objects}
         self.listeners: list[Callable[[Change], None]] = []
         # Read indexes: the keys of each resource in list order (rebuilt after an insert or removal),
-        # and the keys carrying each label value.
+        # and the keys carrying each label value, for the label keys a list has narrowed by so far
+        # (indexed from then on): most label keys are never asked for, and a set per value costs
+        # more than the object it points at.
         self._sorted: dict[str, list[tuple[str | None, str]] | None] = dict.fromkeys(self._objects)
         self._by_label: dict[tuple[str, str, str], set[tuple[str | None, str]]] = {}
+        self._label_keys: dict[str, set[str]] = {plural: set() for plural in self._objects}
 
     # Reads.
 
@@ -172,6 +202,7 @@ class Store:
         """The objects of a resource (in one namespace, or all) whose label ``key`` has one of
         ``values``, in list order."""
         found = self._objects[plural]
+        self._index_label(plural, key)
         keys: set[tuple[str | None, str]] = set()
         for value in values:
             keys |= self._by_label.get((plural, key, value), set())
@@ -183,7 +214,19 @@ class Store:
 
     def count_labelled(self, plural: str, key: str, values: Iterable[str]) -> int:
         """How many objects of a resource (in every namespace) have label ``key`` at one of ``values``."""
+        self._index_label(plural, key)
         return sum(len(self._by_label.get((plural, key, value), ())) for value in values)
+
+    def _index_label(self, plural: str, key: str) -> None:
+        """Index the label ``key`` of a resource from now on (its current objects first)."""
+        indexed = self._label_keys[plural]
+        if key in indexed:
+            return
+        indexed.add(key)
+        for name, stored in self._objects[plural].items():
+            value = stored.labels.get(key)
+            if value is not None:
+                self._by_label.setdefault((plural, key, value), set()).add(name)
 
     def by_uid(self, uid: str) -> Stored | None:
         return self._by_uid.get(uid)
@@ -237,27 +280,35 @@ class Store:
             history.compact(self.rv)
 
     def _index(self, prev: Stored | None, stored: Stored | None) -> None:
+        # Each version's metadata is read once (a released one is decoded for it).
         if prev is not None:
-            for label, value in prev.labels.items():
+            metadata = prev.metadata
+            labels = metadata.get("labels") or {}
+            for label in self._label_keys[prev.key[0]]:
+                value = labels.get(label)
+                if value is None:
+                    continue
                 holders = self._by_label.get((prev.key[0], label, value))
                 if holders is not None:
                     holders.discard(prev.key[1:])
                     if not holders:
                         del self._by_label[(prev.key[0], label, value)]
-        if stored is not None:
-            for label, value in stored.labels.items():
-                self._by_label.setdefault((stored.key[0], label, value), set()).add(stored.key[1:])
-        if prev is not None:
-            self._by_uid.pop(prev.uid, None)
-            for owner in prev.owners:
+            self._by_uid.pop(metadata.get("uid", ""), None)
+            for owner in metadata.get("ownerReferences") or ():
                 dependents = self._dependents.get(owner.get("uid", ""))
                 if dependents is not None:
                     dependents.pop(prev.key, None)
                     if not dependents:
                         del self._dependents[owner.get("uid", "")]
         if stored is not None:
-            self._by_uid[stored.uid] = stored
-            for owner in stored.owners:
+            metadata = stored.metadata
+            labels = metadata.get("labels") or {}
+            for label in self._label_keys[stored.key[0]]:
+                value = labels.get(label)
+                if value is not None:
+                    self._by_label.setdefault((stored.key[0], label, value), set()).add(stored.key[1:])
+            self._by_uid[metadata.get("uid", "")] = stored
+            for owner in metadata.get("ownerReferences") or ():
                 self._dependents.setdefault(owner.get("uid", ""), {})[stored.key] = None
 
     def _record(self, change: Change) -> None:

@@ -57,3 +57,31 @@ def test_deletion_reports_the_last_state_at_a_new_version() -> None:
     assert last.rv == created + 1 and last.data["metadata"]["resourceVersion"] == str(created + 1)
     assert last.data["data"] == {"v": "1"}
     assert store.get(("configmaps", "ns", "a")) is None and store.by_uid("uid-a") is None
+
+
+def put_labelled(store: Store, name: str, labels: dict[str, str]) -> None:
+    data = {"metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}", "labels": labels}}
+    store.put(("configmaps", "ns", name), data)
+
+
+def labelled(store: Store, key: str, value: str) -> list[str]:
+    return [stored.key[2] for stored in store.labelled("configmaps", "ns", key, [value])]
+
+
+def test_a_label_first_listed_by_after_its_objects_were_stored_is_indexed_from_then_on() -> None:
+    # given objects stored before any list narrowed by their labels
+    store = Store(["configmaps"], history_size=10)
+    put_labelled(store, "a", {"team": "x", "tier": "web"})
+    put_labelled(store, "b", {"team": "y"})
+
+    # when a list narrows by "team", then the objects stored before are found
+    assert labelled(store, "team", "x") == ["a"]
+    assert store.count_labelled("configmaps", "team", ["x", "y"]) == 2
+
+    # and later relabels, creations and deletions keep that index right
+    put_labelled(store, "a", {"team": "y"})
+    put_labelled(store, "c", {"team": "x"})
+    store.remove(store.get(("configmaps", "ns", "b")))  # type: ignore[arg-type]
+    assert labelled(store, "team", "x") == ["c"]
+    assert labelled(store, "team", "y") == ["a"]
+    assert labelled(store, "tier", "web") == []
