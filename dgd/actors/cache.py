@@ -11,8 +11,9 @@ nobody watches are read from the API.
 What nothing here reads of a kind is not kept (``SLIM``: a PodClique's pod spec, Grove's copy of its
 template; a PodCliqueSet's pod specs; the bodies of the Services, Ingresses, ConfigMaps, ServiceAccounts
 and Roles the operator writes, of which reconciles read only the metadata; a RoleBinding keeps its
-``roleRef`` and ``subjects``), so a cache of thousands of objects does not hold them: the syncer reads
-an object whole when its bookkeeping says it must be compared (``Syncer.sync``).
+``roleRef`` and ``subjects``; a pod, its metadata and phase), so a cache of thousands of objects does
+not hold them: the syncer reads an object whole when its bookkeeping says it must be compared
+(``Syncer.sync``).
 
 Everything runs on one event loop and every method is synchronous, so a read is always one
 consistent snapshot of one object.
@@ -36,6 +37,7 @@ from dgd.cluster.resources import (
     INGRESS,
     PCLQ,
     PCS,
+    POD,
     ROLE,
     ROLE_BINDING,
     SERVICE,
@@ -111,12 +113,25 @@ def _binding(obj: Any) -> Any:
     return {key: value for key, value in obj.items() if key in _BINDING}
 
 
+def _pod_phase(obj: Any) -> Any:
+    """A pod as the operator reads it: its envelope and its phase (whether it ended). Its spec and the
+    rest of its status are most of its bytes, and the cache holds a worker pod of every DGD."""
+    if not isinstance(obj, dict):
+        return obj
+    phase = (obj.get("status") or {}).get("phase")
+    slim = {key: value for key, value in obj.items() if key in _ENVELOPE}
+    if phase is not None:
+        slim["status"] = {"phase": phase}
+    return slim
+
+
 #: What the operator's cache keeps of the kinds it reads only in part, by resource id.
 SLIM: Mapping[str, Callable[[Any], Any]] = {
     str(PCLQ): _without_pod_spec,
     str(PCS): _without_pod_specs,
     **{str(kind): _envelope for kind in (SERVICE, INGRESS, CONFIG_MAP, SERVICE_ACCOUNT, ROLE)},
     str(ROLE_BINDING): _binding,
+    str(POD): _pod_phase,
 }
 
 

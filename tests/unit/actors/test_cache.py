@@ -10,7 +10,7 @@ import pytest
 from dgd.actors.cache import Cache, Reader
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.protocol import Cluster
-from dgd.cluster.resources import CLUSTER_ROLE, DGDSA, NAMESPACE, PCLQ, SERVICE, ObjectKey
+from dgd.cluster.resources import CLUSTER_ROLE, DGDSA, NAMESPACE, PCLQ, POD, SERVICE, ObjectKey
 from dgd.messages.dgdsa import DynamoGraphDeploymentScalingAdapter as Adapter
 from dgd.messages.grove import PodClique
 
@@ -246,3 +246,40 @@ def test_scaling_adapters_are_found_by_the_dgd_they_scale_as_their_reference_cha
     assert referring(cache, "a") == ["a-w"]
     assert referring(cache, "b") == ["x-w"]
     assert cache.referring(DGDSA, "other", "a") == []
+
+
+def test_a_pod_is_cached_as_its_metadata_and_phase() -> None:
+    # given a worker pod as a kubelet reports it: its spec, and a status with conditions and containers
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "w-0", "namespace": "ns", "resourceVersion": "3", "labels": {"app": "w"}},
+        "spec": {"containers": [{"name": "main", "image": "vllm"}]},
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+    cache = Cache()
+    cache.serve(POD)
+
+    # when a list brings it, then what the cache holds (and tells) is its envelope and phase alone
+    listed = cache.replace(POD, [pod])
+    expected = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": pod["metadata"],
+        "status": {"phase": "Running"},
+    }
+    assert cache.get(POD, "ns", "w-0") == expected
+    assert listed[0].new == expected
+
+    # and a pod with no status yet is held without one
+    cache.apply(
+        POD,
+        "ADDED",
+        {key: value for key, value in pod.items() if key != "status"}
+        | {"metadata": {"name": "w-1", "namespace": "ns", "resourceVersion": "4"}},
+    )
+    assert cache.get(POD, "ns", "w-1") == {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "w-1", "namespace": "ns", "resourceVersion": "4"},
+    }
