@@ -2,8 +2,8 @@
 
 Objects are kept per resource as their encoded bytes (what reads decode from, so every reader gets
 a fresh object), never mutated once stored; a version's plain JSON is kept only until the store's
-listeners have seen it (``Stored.release``), and from then on its bytes are kept compressed against
-a dictionary of their resource (``Packing``). One global resourceVersion
+listeners have seen it (``Stored.release``), and from then on its bytes are kept deflated against a
+dictionary of their resource (``dgd.cluster.packing``). One global resourceVersion
 counts every write, as etcd's revision does. Each resource keeps a bounded history of its changes —
 the window a watch can resume from — and the ``floor`` below which a resume is ``Gone``.
 
@@ -14,7 +14,6 @@ fan-out, garbage collector) about every change, synchronously and in order.
 
 from __future__ import annotations
 
-import zlib
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, Literal
@@ -22,6 +21,7 @@ from typing import Any, Literal
 import msgspec
 
 from dgd.cluster.errors import Gone
+from dgd.cluster.packing import Packing
 from dgd.messages.base import JSONObject
 
 ChangeType = Literal["ADDED", "MODIFIED", "DELETED"]
@@ -36,38 +36,6 @@ class _Envelope(msgspec.Struct):
 
 
 _ENVELOPE = msgspec.json.Decoder(_Envelope)
-
-
-class Packing:
-    """How the released versions of one resource are compressed: raw deflate (zlib), with the first
-    version stored of that resource as the preset dictionary.
-
-    Versions of one kind share most of their bytes (field names, label keys, pod templates, the
-    example a fleet is made of), and a deflate stream that may refer back into such a version from
-    its first byte keeps little more than what differs: a simulated pod of 3.4 kB packs into some
-    hundred bytes. The dictionary is fixed once chosen, since every packed version needs it to be
-    read again; a first version unlike the ones after it only packs them less well.
-    """
-
-    __slots__ = ("_dictionary",)
-
-    #: Deflate's window: a dictionary longer than this helps no more.
-    WINDOW = 32 * 1024
-    LEVEL = 3
-
-    def __init__(self) -> None:
-        self._dictionary: bytes | None = None
-
-    def pack(self, blob: bytes) -> bytes:
-        if self._dictionary is None:
-            self._dictionary = blob[-self.WINDOW :]
-        compressor = zlib.compressobj(self.LEVEL, zlib.DEFLATED, -15, zdict=self._dictionary)
-        return compressor.compress(blob) + compressor.flush()
-
-    def unpack(self, packed: bytes) -> bytes:
-        assert self._dictionary is not None, "nothing was packed yet"
-        decompressor = zlib.decompressobj(-15, zdict=self._dictionary)
-        return decompressor.decompress(packed) + decompressor.flush()
 
 
 class Stored:
