@@ -7,8 +7,8 @@ every DGD is ``successful``. It reports:
 
 * wall time: ``time.perf_counter`` from the first apply until every DGD is successful, and the
   cluster (virtual) time that took;
-* reconciles per DGD: reconciles (``Nudge`` messages handled by DGD actors, from the runtime's
-  ``CountingMetrics``) divided by N;
+* reconciles per DGD: reconciles (``Nudge`` messages handled by DGD actors, counted by
+  ``fleet.DGDReconciles``, a runtime metrics hook) divided by N;
 * API writes per DGD: the operator's create/update/patch/delete calls (events included; the world
   models' writes are not counted) divided by N;
 * memory per DGD actor subtree: tracemalloc's traced bytes (after ``gc.collect``) with every DGD
@@ -43,9 +43,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
-from fleet import EXAMPLE, Cost, count_writes, simulated_fleet  # noqa: E402
+from fleet import EXAMPLE, Cost, DGDReconciles, count_writes, simulated_fleet  # noqa: E402
 
-from dgd.actors.runtime import CountingMetrics, Ref, StopChild, WhichChildren  # noqa: E402
+from dgd.actors.runtime import Ref, StopChild, WhichChildren  # noqa: E402
 from dgd.actors.tree import DGDS  # noqa: E402
 from dgd.cluster.resources import DGD  # noqa: E402
 from dgd.sim import SimulatedCluster, run  # noqa: E402
@@ -62,7 +62,7 @@ class Result(Cost):
 
 async def converge(count: int, memory: bool) -> Result:
     """Apply ``count`` DGDs and wait until all are successful (see the module)."""
-    metrics = CountingMetrics()
+    metrics = DGDReconciles()
     sim = simulated_fleet(1, metrics)
     document = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
     result = Result()
@@ -81,7 +81,7 @@ async def converge(count: int, memory: bool) -> Result:
         result.cluster_seconds = await sim.until(all_successful, timeout=3600, every=5.0)
         result.wall = time.perf_counter() - started
         result.writes = writes.fired
-        result.reconciles = sum(n for path, n in metrics.processed.items() if path.count("/") == 4)
+        result.reconciles = metrics.count
         if memory:
             result.subtree_bytes = await _subtree_bytes(sim, count)
     return result
