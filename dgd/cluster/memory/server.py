@@ -93,17 +93,18 @@ class ApiServer:
         return stored
 
     def list(self, resource: Resource[Any], namespace: str | None, selector: Selector) -> list[Stored]:
-        # The equality requirement that the fewest objects meet narrows the candidates through the
-        # label index (``part-of=<set>`` rather than ``managed-by=grove-operator``, which every
-        # object Grove made meets), so a list costs what it finds, not what the resource holds.
+        # Equality requirements are answered by the label index, the set the fewest objects meet first
+        # (``part-of=<set>`` before ``managed-by=grove-operator``, which every object Grove made meets),
+        # so a list costs what it finds, not what the resource holds; only the other requirements
+        # read the labels of what it found.
         rid = self.id(resource)
         equalities = [r for r in selector.requirements if r.operator in ("=", "in")]
+        rest = Selector(tuple(r for r in selector.requirements if r.operator not in ("=", "in")))
         if equalities:
-            narrowing = min(equalities, key=lambda r: self.store.count_labelled(rid, r.key, r.values))
-            items = self.store.labelled(rid, namespace, narrowing.key, narrowing.values)
+            items = self.store.labelled(rid, namespace, [(r.key, r.values) for r in equalities])
         else:
             items = self.store.items(rid, namespace)
-        return items if selector.empty else [stored for stored in items if selector.matches(stored.labels)]
+        return items if rest.empty else [stored for stored in items if rest.matches(stored.labels)]
 
     # Writes.
 

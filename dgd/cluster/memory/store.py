@@ -2,10 +2,11 @@
 
 Objects are kept per resource as their encoded bytes (what reads decode from, so every reader gets
 a fresh object), never mutated once stored; a version's plain JSON is kept only until the store's
-listeners have seen it (``Stored.release``), and from then on its bytes are kept deflated against a
-dictionary of their resource (``dgd.cluster.packing``). One global resourceVersion
-counts every write, as etcd's revision does. Each resource keeps a bounded history of its changes —
-the window a watch can resume from — and the ``floor`` below which a resume is ``Gone``.
+listeners have seen it (``Stored.release``), and once ``FRESH`` newer versions were stored its bytes
+are kept deflated against a dictionary of their resource (``dgd.cluster.packing``): what was just
+written is what watchers, controllers and the next write read, so it is read as it is. One global
+resourceVersion counts every write, as etcd's revision does. Each resource keeps a bounded history of
+its changes — the window a watch can resume from — and the ``floor`` below which a resume is ``Gone``.
 
 The store knows nothing of Kubernetes rules (``memory_server`` applies them); it assigns
 resourceVersions, keeps the uid and owner indexes, records history and tells its listeners (watch
@@ -24,6 +25,9 @@ from dgd.cluster.errors import Gone
 from dgd.cluster.packing import Packing
 from dgd.messages.base import JSONObject
 
+#: How many of the latest versions stored are kept unpacked (a few MiB of a fleet's objects).
+FRESH = 1024
+
 ChangeType = Literal["ADDED", "MODIFIED", "DELETED"]
 #: (plural, namespace, name); namespace is ``None`` for cluster-scoped kinds.
 StoreKey = tuple[str, str | None, str]
@@ -41,26 +45,31 @@ _ENVELOPE = msgspec.json.Decoder(_Envelope)
 class Stored:
     """One stored version of one object. ``data`` is never mutated; decode ``blob`` to get a copy.
 
-    Once the store's listeners have seen a version, it is ``release``d: it keeps only its bytes, packed
-    by its resource's ``packing`` (if it has one), and ``data`` decodes them when asked (reads decode
-    them anyway), as do the fields the store indexes and collects garbage by (uid, labels, owners,
-    finalizers, deletion), from the metadata alone. The objects and the history a watch resumes from
-    then cost their packed size, not their Python objects (issue 18: a simulated fleet's memory).
+    Once the store's listeners have seen a version, it is ``release``d: it keeps only its bytes (and
+    whether it is being deleted), and ``data`` decodes them when asked (reads decode them anyway), as do
+    the fields the store indexes and collects garbage by (uid, labels, owners, finalizers), from the
+    metadata alone; later the store has it ``pack`` its bytes with its resource's ``packing``. The
+    objects and the history a watch resumes from then cost their packed size, not their Python objects
+    (issue 18: a simulated fleet's memory). While a change replaces a version, the store has it
+    ``hold`` its metadata, so the indexes and every listener read it decoded once.
     """
 
-    __slots__ = ("_bytes", "_data", "_packing", "key", "rv")
+    __slots__ = ("_bytes", "_data", "_metadata", "_packed", "_packing", "deleting", "key", "rv")
 
     def __init__(self, key: StoreKey, data: JSONObject, rv: int, packing: Packing | None = None) -> None:
         self.key = key
         self._data: JSONObject | None = data
+        self._metadata: JSONObject | None = None
         self.rv = rv
         self._packing = packing
+        self._packed = False
         self._bytes = msgspec.json.encode(data)
+        self.deleting = bool(data["metadata"].get("deletionTimestamp"))
 
     @property
     def blob(self) -> bytes:
         """The object's JSON bytes."""
-        if self._data is None and self._packing is not None:
+        if self._packed and self._packing is not None:
             return self._packing.unpack(self._bytes)
         return self._bytes
 
@@ -74,10 +83,12 @@ class Stored:
 
     @property
     def metadata(self) -> JSONObject:
-        """The object's metadata (do not mutate it; decoded afresh once released)."""
+        """The object's metadata (do not mutate it; decoded afresh once released, unless held)."""
         if self._data is not None:
             metadata: JSONObject = self._data["metadata"]
             return metadata
+        if self._metadata is not None:
+            return self._metadata
         return _ENVELOPE.decode(self.blob).metadata
 
     @property
@@ -97,17 +108,21 @@ class Stored:
     def finalizers(self) -> tuple[str, ...]:
         return tuple(self.metadata.get("finalizers") or ())
 
-    @property
-    def deleting(self) -> bool:
-        return bool(self.metadata.get("deletionTimestamp"))
+    def hold(self) -> None:
+        """Keep this version's metadata decoded until it is released again."""
+        if self._data is None and self._metadata is None:
+            self._metadata = _ENVELOPE.decode(self.blob).metadata
 
     def release(self) -> None:
-        """Keep only the bytes of this version, packed (see the class)."""
-        if self._data is None:
-            return
+        """Keep only the bytes of this version (see the class)."""
+        self._metadata = None
         self._data = None
-        if self._packing is not None:
+
+    def pack(self) -> None:
+        """Keep this released version's bytes packed (a version without a ``packing`` keeps them)."""
+        if self._data is None and not self._packed and self._packing is not None:
             self._bytes = self._packing.pack(self._bytes)
+            self._packed = True
 
     def thaw(self) -> JSONObject:
         """A fresh, mutable copy of the object."""
@@ -143,6 +158,7 @@ class Change:
         if self._prev_at_rv is None:
             self._prev_at_rv = self.prev.stamped(self.rv)
             self._prev_at_rv.release()
+            self._prev_at_rv.pack()
         return self._prev_at_rv
 
 
@@ -190,6 +206,8 @@ class Store:
         self._dependents: dict[str, dict[StoreKey, None]] = {}
         self.histories = {plural: History(history_size) for plural in self._objects}
         self._packings = {plural: Packing() for plural in self._objects}
+        # The latest versions released, oldest first: each is packed once FRESH newer ones follow it.
+        self._fresh: deque[Stored] = deque()
         self.listeners: list[Callable[[Change], None]] = []
         # Read indexes: the keys of each resource in list order (rebuilt after an insert or removal),
         # and the keys carrying each label value, for the label keys a list has narrowed by so far
@@ -213,24 +231,27 @@ class Store:
             keys = self._sorted[plural] = sorted(found, key=_order)
         return [found[key] for key in keys if namespace is None or key[0] == namespace]
 
-    def labelled(self, plural: str, namespace: str | None, key: str, values: Iterable[str]) -> list[Stored]:
-        """The objects of a resource (in one namespace, or all) whose label ``key`` has one of
-        ``values``, in list order."""
+    def labelled(
+        self, plural: str, namespace: str | None, requirements: Iterable[tuple[str, Iterable[str]]]
+    ) -> list[Stored]:
+        """The objects of a resource (in one namespace, or all) that meet every requirement ``(label key,
+        values)``: the label is set to one of the values. In list order."""
         found = self._objects[plural]
-        self._index_label(plural, key)
-        keys: set[tuple[str | None, str]] = set()
-        for value in values:
-            keys |= self._by_label.get((plural, key, value), set())
+        candidates: list[set[tuple[str | None, str]]] = []
+        for key, values in requirements:
+            self._index_label(plural, key)
+            holders: set[tuple[str | None, str]] = set()
+            for value in values:
+                holders |= self._by_label.get((plural, key, value), set())
+            candidates.append(holders)
+        # The fewest first: each intersection is then no larger than the smallest set.
+        candidates.sort(key=len)
+        keys = candidates[0].intersection(*candidates[1:]) if candidates else set(found)
         return [
             found[k]
             for k in sorted(keys, key=_order)
             if (namespace is None or k[0] == namespace) and k in found
         ]
-
-    def count_labelled(self, plural: str, key: str, values: Iterable[str]) -> int:
-        """How many objects of a resource (in every namespace) have label ``key`` at one of ``values``."""
-        self._index_label(plural, key)
-        return sum(len(self._by_label.get((plural, key, value), ())) for value in values)
 
     def _index_label(self, plural: str, key: str) -> None:
         """Index the label ``key`` of a resource from now on (its current objects first)."""
@@ -273,9 +294,13 @@ class Store:
         self._objects[key[0]][key[1:]] = stored
         if prev is None:
             self._sorted[key[0]] = None
+        else:
+            prev.hold()
         self._index(prev, stored)
         self._record(Change("MODIFIED" if prev else "ADDED", self.rv, stored, prev))
-        stored.release()
+        self._release(stored)
+        if prev is not None:
+            prev.release()
         return stored
 
     def remove(self, stored: Stored) -> Stored:
@@ -283,10 +308,12 @@ class Store:
         self.rv += 1
         del self._objects[stored.key[0]][stored.key[1:]]
         self._sorted[stored.key[0]] = None
+        stored.hold()
         self._index(stored, None)
         last = stored.stamped(self.rv)
         self._record(Change("DELETED", self.rv, last, stored))
-        last.release()
+        self._release(last)
+        stored.release()
         return last
 
     def compact(self) -> None:
@@ -295,7 +322,6 @@ class Store:
             history.compact(self.rv)
 
     def _index(self, prev: Stored | None, stored: Stored | None) -> None:
-        # Each version's metadata is read once (a released one is decoded for it).
         if prev is not None:
             metadata = prev.metadata
             labels = metadata.get("labels") or {}
@@ -325,6 +351,13 @@ class Store:
             self._by_uid[metadata.get("uid", "")] = stored
             for owner in metadata.get("ownerReferences") or ():
                 self._dependents.setdefault(owner.get("uid", ""), {})[stored.key] = None
+
+    def _release(self, stored: Stored) -> None:
+        """Release a version its listeners have seen; pack the one stored ``FRESH`` versions before it."""
+        stored.release()
+        self._fresh.append(stored)
+        if len(self._fresh) > FRESH:
+            self._fresh.popleft().pack()
 
     def _record(self, change: Change) -> None:
         self.histories[change.key[0]].append(change)

@@ -65,7 +65,7 @@ def put_labelled(store: Store, name: str, labels: dict[str, str]) -> None:
 
 
 def labelled(store: Store, key: str, value: str) -> list[str]:
-    return [stored.key[2] for stored in store.labelled("configmaps", "ns", key, [value])]
+    return [stored.key[2] for stored in store.labelled("configmaps", "ns", [(key, [value])])]
 
 
 def test_a_label_first_listed_by_after_its_objects_were_stored_is_indexed_from_then_on() -> None:
@@ -76,7 +76,8 @@ def test_a_label_first_listed_by_after_its_objects_were_stored_is_indexed_from_t
 
     # when a list narrows by "team", then the objects stored before are found
     assert labelled(store, "team", "x") == ["a"]
-    assert store.count_labelled("configmaps", "team", ["x", "y"]) == 2
+    both = store.labelled("configmaps", "ns", [("team", ["x", "y"]), ("tier", ["web"])])
+    assert [stored.key[2] for stored in both] == ["a"]
 
     # and later relabels, creations and deletions keep that index right
     put_labelled(store, "a", {"team": "y"})
