@@ -6,9 +6,11 @@ thousands of objects keeps each packed, with what its bookkeeping asks without d
 resourceVersion and the uid of its controller), and decodes an object when it is read: a fresh
 object for every read, so no reader can change what another sees (about 30-60 µs for a DGD, a few for
 a PodClique). Objects of a kind with a model decode to its Struct, the others to raw JSON dicts.
-The MessagePack is kept deflated against the first object of the shelf (``dgd.cluster.packing``):
-a fleet's objects of one kind differ in little but their names, so each costs a few hundred bytes
-(a few µs more per read).
+The MessagePack is kept deflated against the first object of the shelf (``dgd.cluster.packing``)
+once ``FRESH`` newer objects were put on the shelf: a fleet's objects of one kind differ in little but
+their names, so each costs a few hundred bytes (a few µs more per read), while the objects that just
+changed, which reconciles read next and which often change again at once, are read and replaced as
+they are.
 
 ``packed=False`` keeps objects as they are (the same instance for every read).
 """
@@ -16,6 +18,7 @@ a fleet's objects of one kind differ in little but their names, so each costs a 
 from __future__ import annotations
 
 import sys
+from collections import deque
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
@@ -29,13 +32,18 @@ Name = tuple[str | None, str]
 
 _ENCODER = msgspec.msgpack.Encoder()
 
+#: How many of the objects put last a shelf keeps unpacked.
+FRESH = 256
+
 
 class _Held(NamedTuple):
-    """One object as held: the object (or its MessagePack), its resourceVersion, its controller's uid."""
+    """One object as held: the object (or its MessagePack, ``deflated`` or not), its resourceVersion,
+    its controller's uid."""
 
     body: Any
     version: str
     controller: str | None
+    deflated: bool = False
 
 
 def controller_uid(obj: Any) -> str | None:
@@ -55,6 +63,8 @@ class Shelf:
         )
         self._packing = Packing()
         self._held: dict[Name, _Held] = {}
+        # The objects put last, oldest first: each is deflated once FRESH newer ones follow it.
+        self._fresh: deque[tuple[Name, _Held]] = deque()
 
     def __len__(self) -> int:
         return len(self._held)
@@ -81,8 +91,16 @@ class Shelf:
         return None if held is None else held.controller
 
     def put(self, name: Name, obj: Any) -> None:
-        body = self._packing.pack(_ENCODER.encode(obj)) if self._packed else obj
-        self._held[name] = _Held(body, identity(obj)[2], controller_uid(obj))
+        held = _Held(_ENCODER.encode(obj) if self._packed else obj, identity(obj)[2], controller_uid(obj))
+        self._held[name] = held
+        if not self._packed:
+            return
+        self._fresh.append((name, held))
+        if len(self._fresh) > FRESH:
+            # Deflate the oldest fresh object, unless it was replaced or dropped meanwhile.
+            name, held = self._fresh.popleft()
+            if self._held.get(name) is held:
+                self._held[name] = held._replace(body=self._packing.pack(held.body), deflated=True)
 
     def pop(self, name: Name) -> Any:
         """Stop holding ``name``; the object it held, decoded (``None``: none)."""
@@ -90,4 +108,6 @@ class Shelf:
         return None if held is None else self._open(held)
 
     def _open(self, held: _Held) -> Any:
-        return self._decoder.decode(self._packing.unpack(held.body)) if self._packed else held.body
+        if not self._packed:
+            return held.body
+        return self._decoder.decode(self._packing.unpack(held.body) if held.deflated else held.body)
