@@ -17,6 +17,7 @@ from __future__ import annotations
 import decimal
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -178,17 +179,23 @@ def go_float(value: float) -> msgspec.Raw:
     return msgspec.Raw(_float(value).encode("ascii"))
 
 
+def map_values(value: dict[str, Any], change: Callable[[Any], Any]) -> dict[str, Any]:
+    """``value`` with ``change`` applied to each of its values: the same dict when none changed, else a
+    copy (``change`` returns the value itself for no change)."""
+    out = None
+    for key, item in value.items():
+        new = change(item)
+        if new is not item:
+            out = out if out is not None else dict(value)
+            out[key] = new
+    return value if out is None else out
+
+
 def _go_floats(value: Any) -> Any:
     """``value`` with every float as the raw JSON Go writes for it (the same object if it has none)."""
     kind = type(value)
     if kind is dict:
-        out = None
-        for key, item in value.items():
-            new = _go_floats(item)
-            if new is not item:
-                out = out if out is not None else dict(value)
-                out[key] = new
-        return value if out is None else out
+        return map_values(value, _go_floats)
     if kind is list:
         items = [_go_floats(item) for item in value]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items

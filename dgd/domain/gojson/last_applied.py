@@ -20,7 +20,7 @@ from typing import Any
 
 import msgspec
 
-from dgd.domain.gojson.encode import encode, go_float, html_safe
+from dgd.domain.gojson.encode import encode, go_float, html_safe, map_values
 from dgd.domain.gojson.types import struct_fields
 
 _ENVELOPE = frozenset({"apiVersion", "kind", "metadata", "status"})
@@ -62,13 +62,7 @@ def sort_keys(value: Any) -> Any:
     (``go_float``). ``value`` is not changed: what needs a change is copied, the rest shared."""
     kind = type(value)
     if kind is dict:
-        out = None
-        for key, item in value.items():
-            new = sort_keys(item)
-            if new is not item:
-                out = out if out is not None else dict(value)
-                out[key] = new
-        return value if out is None else out
+        return map_values(value, sort_keys)
     if kind is list:
         items = [sort_keys(item) for item in value]
         if items and type(value[0]) is dict:
