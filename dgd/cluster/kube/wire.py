@@ -11,12 +11,20 @@ decoded straight into msgspec Structs by the adapter.
 A refused request raises the port error of its ``Status`` (``errors.error_from_status``), completed
 with what the request was about (kind, namespace, name), and a 429's ``Retry-After`` header;
 an unreachable server is ``ServerError``, a request that timed out ``Timeout``.
+
+A request the API server accepts may still carry warnings (``Warning: 299 - "..."`` headers: a field
+the server does not know and drops, as a Grove CRD older than the operator would; a deprecated API
+version). Each distinct warning is logged once (``ApiWarnings``), naming the request it came with,
+as controller-runtime's warning logger does for upstream's operator.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+import logging
+import re
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -35,6 +43,8 @@ from dgd.cluster.errors import (
 )
 from dgd.cluster.kube.rate import RateLimiter
 from dgd.cluster.resources import Resource
+
+logger = logging.getLogger("dgd.cluster.kube")
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -65,11 +75,54 @@ def path(
     return "/".join(parts)
 
 
+#: One warning of a ``Warning`` header: code, agent, the quoted text and an optional date (RFC 7234 §5.5).
+_WARNING = re.compile(r'(\d{3}) (\S+) "((?:[^"\\]|\\.)*)"(?: "[^"]*")?')
+_ESCAPE = re.compile(r"\\(.)")
+
+
+def warning_texts(headers: Iterable[str]) -> list[str]:
+    """The texts of the API server's warnings (code 299, the only one it sends) in ``Warning`` headers;
+    a header may hold several, separated by commas."""
+    return [
+        _ESCAPE.sub(r"\1", text)
+        for header in headers
+        for code, _agent, text in _WARNING.findall(header)
+        if code == "299"
+    ]
+
+
+class ApiWarnings:
+    """Logs each distinct warning the API server sends once, with the request it came with; the last
+    ``remembered`` texts are kept, so a warning seen again long after is logged again."""
+
+    def __init__(self, remembered: int = 256) -> None:
+        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._remembered = remembered
+
+    def note(self, headers: Iterable[str], method: str, subject: Subject) -> None:
+        for text in warning_texts(headers):
+            if text in self._seen:
+                self._seen.move_to_end(text)
+                continue
+            self._seen[text] = None
+            if len(self._seen) > self._remembered:
+                self._seen.popitem(last=False)
+            where = "/".join(part for part in (subject.namespace, subject.name) if part)
+            logger.warning(
+                "the API server warns about %s %s%s: %s",
+                method,
+                subject.resource.kind,
+                f" {where}" if where else "",
+                text,
+            )
+
+
 class Transport:
     """Sends requests for the adapter: rate-limited, timed out after ``timeout`` seconds."""
 
     def __init__(self, api: ApiClient, *, limiter: RateLimiter | None, timeout: float | None) -> None:
         self.api = api
+        self.warnings = ApiWarnings()
         self._limiter = limiter
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._streaming = aiohttp.ClientTimeout(total=None, sock_connect=timeout)
@@ -128,6 +181,8 @@ class Transport:
         except (aiohttp.ClientError, TimeoutError) as error:
             raise _unreachable(error) from None
         if 200 <= response.status < 300:
+            if "Warning" in response.headers:
+                self.warnings.note(response.headers.getall("Warning"), method, subject)
             return response
         try:
             data = await response.read()

@@ -21,6 +21,7 @@ from dgd.cluster.kube import adapter as kube_adapter
 from dgd.cluster.kube.adapter import OFF_LOOP_BYTES, KubeCluster
 from dgd.cluster.kube.config import ConfigError, environment_proxy
 from dgd.cluster.kube.rate import RateLimiter
+from dgd.cluster.kube.wire import warning_texts
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.resources import CONFIG_MAP, DGD, DGDSA, EVENT
 from dgd.sim.apiserver.server import Facade, serve, write_kubeconfig
@@ -508,3 +509,34 @@ async def test_a_large_list_is_decoded_off_the_event_loop(monkeypatch: pytest.Mo
     # then it was decoded whole, in a worker thread (not on the loop's thread)
     assert len(listed.items) == len(items)
     assert threads == [False]
+
+
+@pytest.mark.parametrize(
+    ("headers", "texts"),
+    [
+        (['299 - "unknown field \\"spec.bogus\\""'], ['unknown field "spec.bogus"']),
+        (['299 - "a", 299 - "b" "Mon, 01 Jan 2024 00:00:00 GMT"'], ["a", "b"]),
+        (['299 - "one"', '299 - "two, with a comma"'], ["one", "two, with a comma"]),
+        (['199 - "not the API server\'s"', "garbage"], []),
+    ],
+)
+def test_warning_texts_are_read_from_every_header(headers: list[str], texts: list[str]) -> None:
+    assert warning_texts(headers) == texts
+
+
+async def test_an_api_warning_is_logged_once_naming_the_request(caplog: pytest.LogCaptureFixture) -> None:
+    # given an API server that accepts every write but warns about a field it dropped
+    async def handler(request: web.Request) -> web.Response:
+        body = await request.json()
+        response = web.json_response(body, status=201)
+        response.headers.add("Warning", '299 - "unknown field \\"spec.bogus\\""')
+        return response
+
+    async with fake_api_server(handler) as url, adapter(url) as cluster:
+        # when two objects are created with the same unknown field
+        for name in ("a", "b"):
+            await cluster.create(CONFIG_MAP, {"metadata": {"name": name, "namespace": NS}, "bogus": 1})
+
+    # then the warning is logged once, with the request that drew it
+    warned = [r.getMessage() for r in caplog.records if r.name == "dgd.cluster.kube"]
+    assert warned == [f'the API server warns about POST ConfigMap {NS}/a: unknown field "spec.bogus"']
