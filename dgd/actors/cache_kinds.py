@@ -31,7 +31,8 @@ from dgd.cluster.resources import (
     SERVICE_ACCOUNT,
 )
 from dgd.messages.dgdsa import DGDSASpec
-from dgd.messages.grove import PodClique, PodCliqueSet
+from dgd.messages.grove import PodCliqueSet
+from dgd.messages.grove_children import PodClique
 
 
 def _without_pod_spec(clique: PodClique) -> PodClique:

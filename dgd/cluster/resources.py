@@ -16,7 +16,7 @@ from typing import Any, Generic, TypeVar, cast
 import msgspec
 
 from dgd.cluster.lenient import convert_leniently, log_dropped
-from dgd.messages import dcd, dgd, dgdsa, grove
+from dgd.messages import dcd, dgd, dgdsa, grove, grove_children
 from dgd.messages.base import JSONObject, Model
 from dgd.messages.meta import Event
 
@@ -227,11 +227,15 @@ DGDSA: Resource[dgdsa.DynamoGraphDeploymentScalingAdapter] = _ours(
 PCS: Resource[grove.PodCliqueSet] = _ours(
     grove.PodCliqueSet, grove.API_VERSION, grove.PCS_PLURAL, _HPA_SELECTOR, lenient=True
 )
-PCLQ: Resource[grove.PodClique] = _ours(
-    grove.PodClique, grove.API_VERSION, grove.PCLQ_PLURAL, _HPA_SELECTOR, lenient=True
+PCLQ: Resource[grove_children.PodClique] = _ours(
+    grove_children.PodClique, grove.API_VERSION, grove_children.PCLQ_PLURAL, _HPA_SELECTOR, lenient=True
 )
-PCSG: Resource[grove.PodCliqueScalingGroup] = _ours(
-    grove.PodCliqueScalingGroup, grove.API_VERSION, grove.PCSG_PLURAL, _SELECTOR, lenient=True
+PCSG: Resource[grove_children.PodCliqueScalingGroup] = _ours(
+    grove_children.PodCliqueScalingGroup,
+    grove.API_VERSION,
+    grove_children.PCSG_PLURAL,
+    _SELECTOR,
+    lenient=True,
 )
 EVENT: Resource[Event] = _modelled(Event, "events.k8s.io/v1", "events", has_spec=False, generation=False)
 

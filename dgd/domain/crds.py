@@ -14,7 +14,7 @@ import msgspec
 import yaml
 
 from dgd.domain.crd_schema import node_at, structural_schema
-from dgd.messages import dcd, dgd, dgdsa, grove
+from dgd.messages import dcd, dgd, dgdsa, grove, grove_children
 from dgd.messages.base import JSONObject, Model, to_builtins
 from dgd.messages.dcd_v1alpha1 import DynamoComponentDeploymentV1Alpha1
 from dgd.messages.dgdsa_v1alpha1 import DynamoGraphDeploymentScalingAdapterV1Alpha1
@@ -272,9 +272,9 @@ PCS = CustomResource(
 )
 
 PCLQ = CustomResource(
-    model=grove.PodClique,
+    model=grove_children.PodClique,
     api_version=grove.API_VERSION,
-    plural=grove.PCLQ_PLURAL,
+    plural=grove_children.PCLQ_PLURAL,
     short_names=("pclq",),
     columns=(
         _count("MinAvail", ".spec.minAvailable"),
@@ -291,9 +291,9 @@ PCLQ = CustomResource(
 )
 
 PCSG = CustomResource(
-    model=grove.PodCliqueScalingGroup,
+    model=grove_children.PodCliqueScalingGroup,
     api_version=grove.API_VERSION,
-    plural=grove.PCSG_PLURAL,
+    plural=grove_children.PCSG_PLURAL,
     short_names=("pcsg",),
     columns=(
         _count("MinAvail", ".spec.minAvailable"),

@@ -22,11 +22,11 @@ from dgd.domain.render.pcs import graph_pcs_name
 from dgd.messages.component import WORKER_TYPES, ComponentSpec
 from dgd.messages.dcd import DynamoComponentDeployment
 from dgd.messages.dgd import ComponentKind, ComponentReplicaStatus, DynamoGraphDeployment
-from dgd.messages.grove import (
+from dgd.messages.grove import PodCliqueSet
+from dgd.messages.grove_children import (
     PodClique,
     PodCliqueScalingGroup,
     PodCliqueScalingGroupStatus,
-    PodCliqueSet,
     PodCliqueStatus,
 )
 from dgd.messages.meta import Condition

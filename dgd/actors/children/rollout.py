@@ -41,17 +41,13 @@ from dgd.domain.projection import (
 )
 from dgd.domain.render.dcd import render_dcds, workload_annotations
 from dgd.domain.roles import has_multinode
-from dgd.domain.rollout import (
-    ACTIVE_PHASES,
+from dgd.domain.rollout import ACTIVE_PHASES, Hashes, Progress, advance, new_generation_hash
+from dgd.domain.rollout_replicas import (
     Generations,
-    Hashes,
     InvalidStrategy,
-    Progress,
     WorkerDCD,
-    advance,
     distribute,
     drained,
-    new_generation_hash,
     strategy,
     targets,
 )

@@ -56,7 +56,8 @@ from dgd.domain.render.errors import RenderError
 from dgd.domain.render.template_defaults import template_metadata
 from dgd.domain.restart import RestartState, carried_stamps
 from dgd.domain.roles import has_multinode
-from dgd.domain.rollout import Hashes, merged_status, targets
+from dgd.domain.rollout import Hashes
+from dgd.domain.rollout_replicas import merged_status, targets
 from dgd.domain.worker_generation import initial_worker_hash
 from dgd.messages.component import WORKER_TYPES
 from dgd.messages.dcd import DynamoComponentDeployment

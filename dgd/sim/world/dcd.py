@@ -34,7 +34,7 @@ from dgd.domain.metadata_keys import (
     WORKER_HASH,
 )
 from dgd.domain.render.dcd import workload_annotations
-from dgd.domain.rollout import DEFAULT_BOUND, MAX_SURGE, MAX_UNAVAILABLE, STRATEGY
+from dgd.domain.rollout_replicas import DEFAULT_BOUND, MAX_SURGE, MAX_UNAVAILABLE, STRATEGY
 from dgd.messages.base import JSONObject
 from dgd.messages.dcd import API_VERSION, KIND, DCDStatus, DynamoComponentDeployment
 from dgd.messages.dgd import ComponentKind, ComponentReplicaStatus

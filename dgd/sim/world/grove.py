@@ -28,7 +28,8 @@ import msgspec
 from dgd.cluster.errors import NotFound
 from dgd.cluster.resources import PCLQ, PCS, PCSG, POD, Resource
 from dgd.messages.base import JSONObject
-from dgd.messages.grove import API_VERSION, PCLQ_KIND, PodClique, PodCliqueScalingGroup, PodCliqueSet
+from dgd.messages.grove import API_VERSION, PodCliqueSet
+from dgd.messages.grove_children import PCLQ_KIND, PodClique, PodCliqueScalingGroup
 from dgd.messages.meta import OwnerReference
 from dgd.messages.timestamps import rfc3339
 from dgd.sim.world.controller import Nudge, Watch, WorldController

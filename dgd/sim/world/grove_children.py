@@ -18,14 +18,11 @@ from dgd.domain.metadata_keys import GRAPH_NAME
 from dgd.messages.grove import (
     API_VERSION,
     PCS_KIND,
-    PCSG_KIND,
-    PodClique,
-    PodCliqueScalingGroup,
     PodCliqueScalingGroupConfig,
-    PodCliqueScalingGroupSpec,
     PodCliqueSet,
     PodCliqueTemplateSpec,
 )
+from dgd.messages.grove_children import PCSG_KIND, PodClique, PodCliqueScalingGroup, PodCliqueScalingGroupSpec
 from dgd.messages.meta import ObjectMeta, OwnerReference
 
 MANAGED_BY = "app.kubernetes.io/managed-by"

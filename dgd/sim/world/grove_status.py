@@ -15,14 +15,12 @@ from collections.abc import Sequence
 import msgspec
 
 from dgd.messages.base import JSONObject
-from dgd.messages.grove import (
+from dgd.messages.grove import PodCliqueSet, PodCliqueSetStatus, PodCliqueSetUpdateProgress
+from dgd.messages.grove_children import (
     PodClique,
     PodCliqueScalingGroup,
     PodCliqueScalingGroupStatus,
     PodCliqueScalingGroupUpdateProgress,
-    PodCliqueSet,
-    PodCliqueSetStatus,
-    PodCliqueSetUpdateProgress,
     PodCliqueStatus,
     PodCliqueUpdateProgress,
 )

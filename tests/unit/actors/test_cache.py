@@ -12,7 +12,7 @@ from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import CLUSTER_ROLE, DGDSA, NAMESPACE, PCLQ, POD, SERVICE, ObjectKey
 from dgd.messages.dgdsa import DynamoGraphDeploymentScalingAdapter as Adapter
-from dgd.messages.grove import PodClique
+from dgd.messages.grove_children import PodClique
 
 pytestmark = pytest.mark.anyio
 

@@ -14,7 +14,8 @@ from dgd.domain.readiness import (
     observe_podclique,
 )
 from dgd.messages.dgd import ComponentReplicaStatus, DGDStatus, DynamoGraphDeployment
-from dgd.messages.grove import PodClique, PodCliqueScalingGroup, PodCliqueSet
+from dgd.messages.grove import PodCliqueSet
+from dgd.messages.grove_children import PodClique, PodCliqueScalingGroup
 
 
 def clique(desired: int = 2, generation: int = 1, **status: Any) -> PodClique:

@@ -15,23 +15,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dgd.domain.events import EventRecord
-from dgd.domain.rollout import (
+from dgd.domain.rollout import Hashes, Step, advance, completed_annotations, new_generation_hash
+from dgd.domain.rollout_replicas import (
     MAX_SURGE,
     MAX_UNAVAILABLE,
     STRATEGY,
     Generations,
-    Hashes,
     InvalidStrategy,
-    Step,
     Strategy,
     WorkerDCD,
-    advance,
-    completed_annotations,
     distribute,
     drained,
     is_updated,
     merged_status,
-    new_generation_hash,
     strategy,
     targets,
 )

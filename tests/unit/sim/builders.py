@@ -11,7 +11,7 @@ from dgd.cluster.resources import CHECKPOINT, DCD, PCLQ, PCS, PCSG, POD, ObjectK
 from dgd.domain.metadata_keys import GRAPH_NAME
 from dgd.domain.render.offline import prepare, render
 from dgd.messages import dcd as dcd_messages
-from dgd.messages import grove
+from dgd.messages import grove, grove_children
 from dgd.messages.base import JSONObject
 from dgd.messages.config import OperatorConfig
 from dgd.messages.dcd import DCDSpec, DynamoComponentDeployment
@@ -105,13 +105,13 @@ def as_dcd(obj: JSONObject) -> DynamoComponentDeployment:
 # Reads.
 
 
-async def clique_status(cluster: Cluster, name: str) -> grove.PodCliqueStatus:
+async def clique_status(cluster: Cluster, name: str) -> grove_children.PodCliqueStatus:
     found = await cluster.get(PCLQ.key(NS, name))
     assert found.status is not None, f"{name} has no status yet"
     return found.status
 
 
-async def group_status(cluster: Cluster, name: str) -> grove.PodCliqueScalingGroupStatus:
+async def group_status(cluster: Cluster, name: str) -> grove_children.PodCliqueScalingGroupStatus:
     found = await cluster.get(PCSG.key(NS, name))
     assert found.status is not None, f"{name} has no status yet"
     return found.status
