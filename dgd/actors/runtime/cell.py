@@ -2,9 +2,8 @@
 
 A cell outlives the incarnations it runs: the supervisor restarts a child in the same cell, so refs
 keep working. An incarnation is one task in the supervisor's task group: start (factory, children,
-``on_start``), the message loop, and an end that always settles every pending message.
-
-Over 400 lines: one incarnation's life (start, loop, end, settling) reads best in one place.
+``on_start``), the message loop, and an end that always settles every pending message (how, and
+who hears of it: :mod:`~dgd.actors.runtime.ending`).
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ import asyncio
 import enum
 import logging
 import math
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -22,15 +21,8 @@ from anyio.abc import TaskGroup
 
 from dgd.actors.runtime.actor import Actor
 from dgd.actors.runtime.context import Context
-from dgd.actors.runtime.errors import (
-    ActorCrashed,
-    ActorStopped,
-    BadReply,
-    Killed,
-    MailboxFull,
-    StartFailed,
-    UnknownMessage,
-)
+from dgd.actors.runtime.ending import Parent, ends_within, report, resolve, running, settle
+from dgd.actors.runtime.errors import BadReply, Killed, MailboxFull, StartFailed, UnknownMessage
 from dgd.actors.runtime.mailbox import Mailbox, MailboxConfig
 from dgd.actors.runtime.message import Envelope, reply_type
 from dgd.actors.runtime.ref import Ref, current_actor
@@ -73,13 +65,6 @@ def _exact_types(kind: type[Actor[Any]]) -> frozenset[type]:
     if exact is None:
         exact = _exact_by_class[kind] = frozenset(kind.accepts)
     return exact
-
-
-class Parent(Protocol):
-    """Who is told when a cell's incarnation ends without being asked to (a supervisor)."""
-
-    def child_exited(self, cell: ActorCell[Any], generation: int, reason: BaseException | None) -> None:
-        """The incarnation ``generation`` of ``cell`` ended: crashed (``reason``) or by itself."""
 
 
 class ActorCell(Context[M]):
@@ -233,21 +218,14 @@ class ActorCell(Context[M]):
         if timeout <= 0:
             if self._kill_reason is None and self.state is State.STOPPING:
                 self._force(Killed(self.path, "cancelled: its shutdown time was up"))
-        elif timeout != math.inf and _running(handle):
-            # The end of the incarnation or the timer, whichever comes first, resolves one future.
-            ended: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        elif timeout != math.inf and running(handle):
             if self._end_waiters is None:
                 self._end_waiters = []
-            self._end_waiters.append(ended)
-            timer = self.system.clock.call_later(timeout, lambda: _resolve(ended, False))
-            try:
-                in_time = await ended
-            finally:
-                timer.cancel()
+            in_time = await ends_within(self._end_waiters, self.system.clock, timeout)
             if not in_time and self.state is State.STOPPING:
                 logger.warning("%s did not stop within %gs; cancelling it", self.path, timeout)
                 self._force(Killed(self.path, f"cancelled: did not stop within {timeout:g}s"))
-        if _running(handle):
+        if running(handle):
             await handle.wait()
 
     def _force(self, reason: BaseException) -> None:
@@ -397,14 +375,14 @@ class ActorCell(Context[M]):
         self._current = None
         if current is not None and current.reply is not None:
             left.insert(0, current)  # the message in hand was taken: only its asker must hear
-        self._settle(left, reason)
+        settle(self.system, self.path, left, reason)
         self._actor = None
         self._children = None
         waiters, self._end_waiters = self._end_waiters, None
         for waiter in waiters or ():
-            _resolve(waiter, True)
+            resolve(waiter, True)
         if reason is not None:
-            self._report(reason)
+            report(self.system, self.path, reason, stopping=self._stop_requested)
         started = self._started
         if started is not None:
             self._started = None
@@ -417,35 +395,3 @@ class ActorCell(Context[M]):
         self.state = State.CRASHED if reason is not None else State.STOPPED
         self.awaiting_decision = True
         self._parent.child_exited(self, self.generation, reason)
-
-    def _settle(self, left: list[Envelope], reason: BaseException | None) -> None:
-        # Asks fail at once with a typed error; tells nobody will take go to the dead-letter log.
-        why = f"actor crashed ({type(reason).__name__})" if reason is not None else "actor stopped"
-        for envelope in left:
-            reply = envelope.reply
-            if reply is None:
-                self.system.dead_letter(envelope, self.path, why)
-            elif not reply.done():
-                if reason is None:
-                    reply.set_exception(ActorStopped(self.path, "stopped before replying"))
-                else:
-                    reply.set_exception(ActorCrashed(self.path, reason))
-
-    def _report(self, reason: BaseException) -> None:
-        self.system.metrics.crashed(self.path, reason)
-        if self._stop_requested:
-            logger.info("%s ended while stopping: %r", self.path, reason)
-        elif isinstance(reason, Killed):
-            logger.warning("%s", reason)
-        else:
-            logger.error("%s crashed: %r", self.path, reason, exc_info=reason)
-
-
-def _running(handle: TaskHandle[None]) -> bool:
-    """Whether the incarnation's task has not ended yet."""
-    return handle.status in (TaskHandle.Status.PENDING, TaskHandle.Status.CANCELLING)
-
-
-def _resolve(future: asyncio.Future[bool], value: bool) -> None:
-    if not future.done():
-        future.set_result(value)

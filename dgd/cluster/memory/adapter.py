@@ -7,10 +7,9 @@ wrote that our Structs do not model survive; they come out decoded fresh from th
 
 Determinism: uids, ``generateName`` suffixes, Event names and fault draws all come from the seeded
 ``rng``; timestamps come from ``clock``; waiting (latency, bookmark intervals) uses event-loop
-time. Same seed, same clock, same calls: same objects, byte for byte.
-
-Over 400 lines: it is the whole port (every verb, each a request through the fault rules to the
-server) plus the simulation's own entry points; split, one request's path would span files.
+time. Same seed, same clock, same calls: same objects, byte for byte. What a request sends (JSON
+within the API server's size limit) and the scale view it answers with are in
+:mod:`~dgd.cluster.memory.bodies`.
 
 For the simulation and the chaos tests: ``faults`` holds the fault rules; ``client()`` is another
 client of the same server with fault rules of its own; ``compact()`` drops the watch history (every
@@ -32,30 +31,21 @@ import anyio
 import msgspec
 
 from dgd.cluster.admission import Admission
-from dgd.cluster.errors import Gone, Invalid, NotFound, RequestEntityTooLarge
+from dgd.cluster.errors import Gone, NotFound
+from dgd.cluster.memory.bodies import scale_of, to_json, with_version
 from dgd.cluster.memory.faults import Decision, Faults, Request, Verb
 from dgd.cluster.memory.server import ApiServer
 from dgd.cluster.memory.store import Change, Stored
 from dgd.cluster.memory.watch import MemoryWatch, WatchHub
-from dgd.cluster.protocol import (
-    SCALE_API_VERSION,
-    ObjectList,
-    Preconditions,
-    Propagation,
-    Scale,
-    ScaleSpec,
-    ScaleStatus,
-    WatchEvent,
-)
+from dgd.cluster.protocol import ObjectList, Preconditions, Propagation, Scale, WatchEvent
 from dgd.messages.timestamps import Clock, rfc3339_micro, wall_clock
 
 if TYPE_CHECKING:
     from dgd.cluster.protocol import Cluster
 from dgd.cluster.memory.selectors import parse
-from dgd.cluster.memory.strategies import read_scale
 from dgd.cluster.resources import DEFAULT_RESOURCES, EVENT, ObjectKey, Rejected, Resource
 from dgd.messages.base import JSONObject
-from dgd.messages.meta import Event, ObjectMeta
+from dgd.messages.meta import Event
 
 T = TypeVar("T")
 
@@ -199,7 +189,7 @@ class MemoryCluster:
         port: no fault applies); returns it as stored. For tests and chaos: the operator's model may
         refuse it."""
         stored: JSONObject = msgspec.json.decode(
-            self._server.create(resource, _to_json(data), loose=True).blob
+            self._server.create(resource, to_json(data), loose=True).blob
         )
         return stored
 
@@ -209,7 +199,7 @@ class MemoryCluster:
 
     async def patch(self, key: ObjectKey[T], patch: JSONObject, *, resource_version: str | None = None) -> T:
         await self._request("patch", key.resource, namespace=key.namespace, name=key.name)
-        body = _with_version(_to_json(patch), resource_version)
+        body = with_version(to_json(patch), resource_version)
         return key.resource.decode(
             self._server.patch(key.resource, key.namespace, key.name, body, user=self.user).blob
         )
@@ -243,7 +233,7 @@ class MemoryCluster:
         await self._request(
             "patch", key.resource, subresource="status", namespace=key.namespace, name=key.name
         )
-        body = _with_version(_to_json(patch), resource_version)
+        body = with_version(to_json(patch), resource_version)
         stored = self._server.patch(key.resource, key.namespace, key.name, body, status=True)
         return key.resource.decode(stored.blob)
 
@@ -251,7 +241,7 @@ class MemoryCluster:
         decision = await self._request(
             "get", key.resource, subresource="scale", namespace=key.namespace, name=key.name
         )
-        return self._scale(key, self._read(key, decision))
+        return scale_of(key, self._read(key, decision))
 
     async def replace_scale(self, key: ObjectKey[T], scale: Scale) -> Scale:
         await self._request(
@@ -259,7 +249,7 @@ class MemoryCluster:
         )
         replicas, version = scale.spec.replicas, scale.metadata.resource_version
         stored = self._server.update_scale(key.resource, key.namespace, key.name, replicas, version)
-        return self._scale(key, stored)
+        return scale_of(key, stored)
 
     async def bind(self, key: ObjectKey[T], node: str) -> None:
         await self._request(
@@ -270,7 +260,7 @@ class MemoryCluster:
         self._server.bind(key.resource, key.namespace, key.name, node)
 
     async def emit(self, event: Event) -> Event:
-        data = _to_json(event)
+        data = to_json(event)
         metadata = data.setdefault("metadata", {})
         regarding = data.get("regarding") or {}
         metadata.setdefault("namespace", regarding.get("namespace") or "default")
@@ -333,7 +323,7 @@ class MemoryCluster:
         self, verb: Verb, resource: Resource[Any], obj: Any, *, subresource: str = ""
     ) -> JSONObject:
         """``obj`` as JSON, once the request to write it (where its own metadata says) is let through."""
-        data = _to_json(obj)
+        data = to_json(obj)
         metadata = data.get("metadata") or {}
         namespace, name = metadata.get("namespace"), metadata.get("name")
         await self._request(verb, resource, subresource=subresource, namespace=namespace, name=name)
@@ -356,51 +346,6 @@ class MemoryCluster:
     def _stale(self, resource: Resource[Any], behind: int) -> dict[tuple[str | None, str], Stored]:
         store = self._server.store
         return store.as_of(self._server.id(resource), max(0, store.rv - behind))
-
-    def _scale(self, key: ObjectKey[Any], stored: Stored) -> Scale:
-        paths = key.resource.scale
-        if paths is None:
-            raise NotFound(f"{key.resource} has no scale subresource", kind=key.resource.kind, name=key.name)
-        spec, status, selector = read_scale(paths, stored.data)
-        metadata = stored.metadata
-        return Scale(
-            api_version=SCALE_API_VERSION,
-            metadata=ObjectMeta(
-                name=metadata["name"],
-                namespace=metadata.get("namespace"),
-                uid=metadata["uid"],
-                resource_version=metadata["resourceVersion"],
-                creation_timestamp=metadata.get("creationTimestamp"),
-            ),
-            spec=ScaleSpec(replicas=spec),
-            status=ScaleStatus(replicas=status, selector=selector),
-        )
-
-
-#: The largest request body the real API server takes (``--max-request-bytes``' default, 3 MiB).
-REQUEST_LIMIT = 3 * 1024 * 1024
-
-
-def _to_json(obj: Any) -> JSONObject:
-    """A fresh JSON copy of a request body, a Struct or raw JSON (``Invalid`` if it is not JSON,
-    ``RequestEntityTooLarge`` over the API server's limit)."""
-    try:
-        encoded = msgspec.json.encode(obj)
-    except (TypeError, msgspec.EncodeError) as error:
-        raise Invalid(f"the object is not JSON: {error}", bad_request=True) from None
-    if len(encoded) > REQUEST_LIMIT:
-        raise RequestEntityTooLarge(f"Request entity too large: limit is {REQUEST_LIMIT}")
-    data = msgspec.json.decode(encoded)
-    if not isinstance(data, dict):
-        raise Invalid("the body must be a JSON object", bad_request=True)
-    return data
-
-
-def _with_version(patch: JSONObject, resource_version: str | None) -> JSONObject:
-    """The patch, carrying ``resource_version`` as its precondition (how the API expresses it)."""
-    if resource_version is not None:
-        patch.setdefault("metadata", {})["resourceVersion"] = resource_version
-    return patch
 
 
 if TYPE_CHECKING:

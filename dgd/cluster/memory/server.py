@@ -1,18 +1,15 @@
 """The memory API server's verbs, with Kubernetes semantics, as synchronous calls on JSON.
 
 Each call is atomic: it reads, checks preconditions, applies the verb's strategy, validates, writes
-through the store, then lets the garbage collector settle, all without yielding. ``memory.py``
+through the store, then lets the garbage collector settle, all without yielding. ``adapter.py``
 wraps these calls in the async port (faults, latency, Struct encoding).
 
 Rules enforced here: ``AlreadyExists`` on a taken name; ``NotFound`` for a missing object or a
 subresource the kind does not have; ``Conflict`` on a stale resourceVersion or a failed delete
 precondition; a write that changes nothing is a no-op (same resourceVersion, no watch event);
 delete with finalizers only marks the object (deletionTimestamp), and an update that removes the
-last finalizer of such an object deletes it.
-
-Over 400 lines: the semantics of every verb (create, update, patch, delete, scale, bind) with the
-checks they share (preconditions, admission) belong together, as the API
-server's registry keeps them.
+last finalizer of such an object deletes it. The checks a request must pass first, and the errors
+they answer with, are in :mod:`~dgd.cluster.memory.preconditions`.
 """
 
 from __future__ import annotations
@@ -24,9 +21,17 @@ from typing import Any, Literal
 
 from dgd.cluster import merge_patch
 from dgd.cluster.admission import Admission, AdmissionAttempt
-from dgd.cluster.errors import AlreadyExists, Cause, Conflict, Invalid, NotFound, ServerError
+from dgd.cluster.errors import AlreadyExists, Cause, Invalid, NotFound, ServerError
 from dgd.cluster.memory.garbage import GarbageCollector
 from dgd.cluster.memory.namespaces import NamespaceLifecycle
+from dgd.cluster.memory.preconditions import (
+    check_version,
+    conflict,
+    not_found,
+    require_metadata,
+    require_name,
+    require_version,
+)
 from dgd.cluster.memory.selectors import Selector
 from dgd.cluster.memory.store import Store, Stored, StoreKey
 from dgd.cluster.memory.strategies import (
@@ -89,7 +94,7 @@ class ApiServer:
     def get(self, resource: Resource[Any], namespace: str | None, name: str) -> Stored:
         stored = self.store.get(self.key(resource, namespace, name))
         if stored is None:
-            raise _not_found(resource, namespace, name)
+            raise not_found(resource, namespace, name)
         return stored
 
     def list(self, resource: Resource[Any], namespace: str | None, selector: Selector) -> list[Stored]:
@@ -116,7 +121,7 @@ class ApiServer:
         A SelfSubjectReview is answered, not stored: with the requesting ``user``."""
         if self.id(resource) == SELF_SUBJECT_REVIEW_ID:
             return self._review_self(data, user)
-        metadata = _metadata(resource, data)
+        metadata = require_metadata(resource, data)
         if metadata.get("resourceVersion"):
             # The API server answers this with a 500 (an internal error), not a 400.
             raise ServerError("resourceVersion should not be set on objects to be created")
@@ -127,7 +132,7 @@ class ApiServer:
         prepare_create(resource, data, uid="", now=self.now())
         if not loose:
             data = self._admit("CREATE", resource, data, None, user)
-            metadata = _metadata(resource, data)
+            metadata = require_metadata(resource, data)
             validate(resource, data)
         self.lifecycle.admit(resource, metadata)
         key = self.key(resource, metadata.get("namespace"), metadata["name"])
@@ -147,12 +152,12 @@ class ApiServer:
         self, resource: Resource[Any], data: JSONObject, *, status: bool = False, user: str = ""
     ) -> Stored:
         """PUT of the object (``status``: of its status subresource)."""
-        metadata = _metadata(resource, data)
-        current = self.get(resource, metadata.get("namespace"), _name(metadata))
+        metadata = require_metadata(resource, data)
+        current = self.get(resource, metadata.get("namespace"), require_name(metadata))
         if status and not resource.status:
-            raise _not_found(resource, current.key[1], current.key[2], "status")
-        self._require_version(resource, current, metadata.get("resourceVersion"))
-        self._check_version(resource, current, metadata.get("resourceVersion"))
+            raise not_found(resource, current.key[1], current.key[2], "status")
+        require_version(resource, current, metadata.get("resourceVersion"))
+        check_version(resource, current, metadata.get("resourceVersion"))
         old = current.thaw()
         new = prepare(resource, old, data, status=status)
         return self._write(
@@ -172,13 +177,13 @@ class ApiServer:
         """JSON merge patch of the object (``status``: of its status subresource)."""
         current = self.get(resource, namespace, name)
         if status and not resource.status:
-            raise _not_found(resource, namespace, name, "status")
+            raise not_found(resource, namespace, name, "status")
         if not isinstance(patch, dict):
             raise Invalid("a merge patch must be a JSON object", bad_request=True)
-        self._check_version(resource, current, (patch.get("metadata") or {}).get("resourceVersion"))
+        check_version(resource, current, (patch.get("metadata") or {}).get("resourceVersion"))
         old = current.thaw()
         patched = merge_patch.apply(old, patch)
-        metadata = _metadata(resource, patched)
+        metadata = require_metadata(resource, patched)
         if (metadata.get("namespace"), metadata.get("name")) != (namespace, name):
             raise Invalid("a patch may not change the name or namespace", bad_request=True)
         new = prepare(resource, old, patched, status=status)
@@ -200,13 +205,13 @@ class ApiServer:
         (after garbage collection, which may have removed a foreground-deleted owner already)."""
         current = self.get(resource, namespace, name)
         if uid is not None and uid != current.uid:
-            raise _conflict(
+            raise conflict(
                 resource,
                 current.key,
                 f"Precondition failed: UID in precondition: {uid}, UID in object meta: {current.uid}",
             )
         if resource_version is not None and resource_version != str(current.rv):
-            raise _conflict(
+            raise conflict(
                 resource,
                 current.key,
                 f"Precondition failed: ResourceVersion in precondition: {resource_version}, "
@@ -231,9 +236,9 @@ class ApiServer:
         """Set spec replicas through the scale subresource."""
         current = self.get(resource, namespace, name)
         if resource.scale is None:
-            raise _not_found(resource, namespace, name, "scale")
-        self._require_version(resource, current, resource_version)
-        self._check_version(resource, current, resource_version)
+            raise not_found(resource, namespace, name, "scale")
+        require_version(resource, current, resource_version)
+        check_version(resource, current, resource_version)
         if replicas < 0:
             raise invalid(resource, current.metadata, [Cause("spec.replicas", f"{replicas} must be >= 0")])
         old = current.thaw()
@@ -247,7 +252,7 @@ class ApiServer:
         new = current.thaw()
         spec = new.setdefault("spec", {})
         if spec.get("nodeName"):
-            raise _conflict(
+            raise conflict(
                 resource, current.key, f"pod {name} is already assigned to node {spec['nodeName']!r}"
             )
         if spec.get("schedulingGates"):
@@ -354,20 +359,6 @@ class ApiServer:
             if not self.lifecycle.finalize():
                 return
 
-    def _require_version(self, resource: Resource[Any], current: Stored, resource_version: Any) -> None:
-        """A custom resource takes no unconditional update: a PUT must carry the resourceVersion read."""
-        if resource.custom and not resource_version:
-            cause = Cause("metadata.resourceVersion", "Invalid value: 0: must be specified for an update")
-            raise invalid(resource, current.metadata, [cause])
-
-    def _check_version(self, resource: Resource[Any], current: Stored, resource_version: Any) -> None:
-        if resource_version and str(resource_version) != str(current.rv):
-            raise _conflict(
-                resource,
-                current.key,
-                "the object has been modified; please apply your changes to the latest version and try again",
-            )
-
     def _generate_name(self, resource: Resource[Any], metadata: JSONObject) -> str:
         # Retry a few suffixes, as the API server does, before reporting the name as taken.
         for _ in range(8):
@@ -376,40 +367,3 @@ class ApiServer:
             if self.store.get(self.key(resource, metadata.get("namespace"), name)) is None:
                 return name
         return name
-
-
-def _metadata(resource: Resource[Any], data: JSONObject) -> JSONObject:
-    metadata = data.get("metadata")
-    if not isinstance(metadata, dict):
-        raise invalid(resource, {}, [Cause("metadata", "Required value")])
-    if resource.namespaced and not metadata.get("namespace"):
-        raise invalid(resource, metadata, [Cause("metadata.namespace", "Required value")])
-    if not resource.namespaced:
-        metadata.pop("namespace", None)
-    return metadata
-
-
-def _name(metadata: JSONObject) -> str:
-    name = metadata.get("name")
-    if not name:
-        raise Invalid("metadata.name: Required value", bad_request=True)
-    return str(name)
-
-
-def _not_found(resource: Resource[Any], namespace: str | None, name: str, subresource: str = "") -> NotFound:
-    what = (
-        f'{resource} "{name}" not found'
-        if not subresource
-        else f"{resource} has no {subresource} subresource"
-    )
-    return NotFound(what, kind=resource.kind, namespace=namespace, name=name)
-
-
-def _conflict(resource: Resource[Any], key: StoreKey, why: str) -> Conflict:
-    _, namespace, name = key
-    return Conflict(
-        f'Operation cannot be fulfilled on {resource} "{name}": {why}',
-        kind=resource.kind,
-        namespace=namespace,
-        name=name,
-    )

@@ -15,7 +15,7 @@ import yaml
 from aiohttp import web
 
 from dgd.cluster.errors import ClusterError, Invalid, RequestEntityTooLarge, TooManyRequests
-from dgd.cluster.memory.adapter import REQUEST_LIMIT
+from dgd.cluster.memory.bodies import REQUEST_LIMIT
 from dgd.messages.base import JSONObject
 
 JSON = "application/json"
