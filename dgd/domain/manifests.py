@@ -1,7 +1,9 @@
-"""Reading manifests: multi-document YAML or JSON, parsed the way Kubernetes tooling reads them."""
+"""Reading manifests: multi-document YAML or JSON, parsed the way Kubernetes tooling reads them; and
+writing them so that Kubernetes tooling reads back the same values."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -44,6 +46,18 @@ def load_manifests(text: str) -> list[Any]:
         raise ManifestError(f"{where}not valid YAML: {problem}") from exc
 
 
+class _Dumper(yaml.SafeDumper):
+    """SafeDumper that also quotes ``y``, ``Y``, ``n`` and ``N``: PyYAML reads them as strings, but they
+    are YAML 1.1 booleans to the Go YAML that kubectl and the API server read manifests with, so an
+    unquoted ``value: n`` (an env var upstream renders) reached them as ``false`` and was refused."""
+
+
+_Dumper.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:y|Y|n|N)$"), list("yYnN"))
+
+
 def dump_manifests(documents: list[Any]) -> str:
-    """Documents as a multi-document YAML stream, keys in their given order."""
-    return yaml.safe_dump_all(documents, sort_keys=False, default_flow_style=False, allow_unicode=True)
+    """Documents as a multi-document YAML stream, keys in their given order, every string quoted where
+    Go's YAML would read it as something else."""
+    return yaml.dump_all(
+        documents, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True
+    )
