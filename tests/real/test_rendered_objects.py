@@ -1,7 +1,8 @@
 """Everything the operator renders for upstream's graphs is what the real API server stores: every
 object of every upstream DGD, on each pathway that takes it, is created as a server-side dry run with
 strict field validation, so a field the real schema (ours, Grove's, Istio's, the InferencePool's, core
-Kubernetes') does not have fails here instead of being dropped in a user's cluster.
+Kubernetes') does not have fails here instead of being dropped in a user's cluster. The same for what
+``dgd-operator convert`` writes of upstream's v1alpha1 DGDs.
 """
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ from typing import Any
 
 import pytest
 
+from dgd.domain.conversion.dgd import dgd_to_v1beta1
 from dgd.domain.manifests import dump_manifests
 from dgd.domain.render.errors import RenderError
 from dgd.domain.render.offline import InvalidInput, Pathway, prepare, render
 from dgd.messages.config import CheckpointConfig, OperatorConfig
+from dgd.messages.dgd import API_VERSION_V1ALPHA1
 from tests.conftest import kubectl
 from tests.real.harness import RealCluster
 from tests.upstream import UPSTREAM, dgd_documents, load_documents
@@ -21,6 +24,7 @@ from tests.upstream import UPSTREAM, dgd_documents, load_documents
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
 
 DOCUMENTS = list(dgd_documents())
+ALPHA = [(file, index, doc) for file, index, doc in DOCUMENTS if doc["apiVersion"] == API_VERSION_V1ALPHA1]
 PATHWAYS: tuple[Pathway, ...] = ("grove", "component")
 #: As the tier's daemons run: checkpoints on, for upstream's snapshot-restore example.
 CONFIG = OperatorConfig(checkpoint=CheckpointConfig(enabled=True))
@@ -51,6 +55,25 @@ async def test_every_rendered_object_passes_strict_validation_on_the_real_server
     assert rendered, f"no pathway renders {file}#{index}: {refused}"
 
     # when they are created as a dry run with strict field validation
+    # then the server takes every object with no field unknown to it
+    strictly_accepted(real, rendered)
+
+
+@pytest.mark.parametrize(("file", "index", "document"), ALPHA, ids=[f"{f}#{i}" for f, i, _ in ALPHA])
+async def test_every_converted_v1alpha1_dgd_passes_strict_validation_on_the_real_server(
+    real: RealCluster, file: str, index: int, document: dict[str, Any]
+) -> None:
+    # given what `dgd-operator convert` writes of an upstream v1alpha1 DGD
+    converted = dgd_to_v1beta1(document)
+
+    # when it is created as a dry run with strict field validation
+    # then the server takes it with no field unknown to it
+    strictly_accepted(real, [converted])
+
+
+def strictly_accepted(real: RealCluster, documents: list[Any]) -> None:
+    """``documents``, written as the CLI writes them, pass ``kubectl create --dry-run=server
+    --validate=strict`` in the test's namespace without an error or a warning."""
     created = kubectl(
         real.plane,
         "create",
@@ -60,9 +83,7 @@ async def test_every_rendered_object_passes_strict_validation_on_the_real_server
         real.namespace,
         "-f",
         "-",
-        input=dump_manifests(rendered).encode(),
+        input=dump_manifests(documents).encode(),
     )
-
-    # then the server takes every object with no field unknown to it
     assert created.returncode == 0, created.stderr.decode()
     assert b"Warning" not in created.stderr, created.stderr.decode()
