@@ -31,7 +31,8 @@ async def real(controller_manager: ControlPlane, anyio_backend: object) -> Async
 
 @pytest.fixture
 async def daemons(real: RealCluster, tmp_path: Path) -> AsyncIterator[Operators]:
-    """``dgd-operator run`` processes against the control plane; killed when the test ends."""
+    """``dgd-operator run`` processes against the control plane; killed when the test ends, and none of
+    their requests may have drawn a warning from the API server (a field it dropped, a deprecated API)."""
     started = Operators(real, tmp_path)  # type: ignore[arg-type]
     try:
         yield started
@@ -39,6 +40,8 @@ async def daemons(real: RealCluster, tmp_path: Path) -> AsyncIterator[Operators]
         started.stop_all()
         for operator in started.started:  # shown by pytest only when the test fails
             print(f"--- the last lines of {operator.instance}'s log:\n{operator.tail(80)}")
+    warned = [m for op in started.started for m in op.messages() if m.startswith("the API server warns")]
+    assert not warned, warned
 
 
 @pytest.fixture
