@@ -41,7 +41,7 @@ from dgd.domain.admission.documents import admit_document
 from dgd.domain.manifests import ManifestError
 from dgd.messages.dgd import KIND
 from dgd.sim.chaos import Campaign, CampaignReport, encode_campaign, run_campaign, summary
-from dgd.sim.chaos_plans import PLANS, Plan
+from dgd.sim.chaos_schedule import PLANS, Plan
 from dgd.sim.chaos_stalls import Stall, stalls_summary
 from dgd.sim.chaos_workload import Example, examples_in
 

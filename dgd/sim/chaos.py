@@ -6,7 +6,7 @@ For each seed of a campaign:
    and scaled while the faults run;
 2. its fault-free run, which records every write point of the operator (``chaos_writes``) — and
    must itself break nothing (it is reported as plan ``none``);
-3. the schedules of each plan (``chaos_plans``): one per distinct write point for
+3. the schedules (``chaos_schedule``) of each plan (``chaos_plans``): one per distinct write point for
    ``crash-after-write``, one each for ``unobserved-state``, ``stale-state`` and ``random``.
 
 Each schedule is a trace replayed by the replay engine on the virtual clock, which checks the
@@ -38,7 +38,8 @@ from pathlib import Path
 import msgspec
 
 from dgd.messages.trace import write_trace
-from dgd.sim.chaos_plans import GENERATORS, PLANS, Fault, Plan, Schedule, crash_points
+from dgd.sim.chaos_plans import GENERATORS, crash_points
+from dgd.sim.chaos_schedule import PLANS, Fault, Plan, Schedule
 from dgd.sim.chaos_shrink import shrink
 from dgd.sim.chaos_stalls import Stall, watching_stalls
 from dgd.sim.chaos_workload import Example, Workload, workload

@@ -23,7 +23,7 @@ from typing import TypeVar
 from msgspec import structs
 
 from dgd.messages.trace import Apply, Patch
-from dgd.sim.chaos_plans import CrashAfterWrite, Fault, Schedule
+from dgd.sim.chaos_schedule import CrashAfterWrite, Fault, Schedule
 from dgd.sim.chaos_workload import Graph
 
 T = TypeVar("T")

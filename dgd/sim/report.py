@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from dgd.sim.invariants import Violation
+from dgd.sim.invariants_judge import Violation
 
 
 class DGDOutcome(msgspec.Struct, frozen=True):

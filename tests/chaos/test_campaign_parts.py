@@ -11,7 +11,8 @@ from msgspec import structs
 from dgd.cluster.resources import PCS
 from dgd.messages.trace import Apply, Kill, Patch
 from dgd.sim import WorldSettings
-from dgd.sim.chaos_plans import GENERATORS, CrashAfterWrite, Schedule, crash_points
+from dgd.sim.chaos_plans import GENERATORS, crash_points
+from dgd.sim.chaos_schedule import CrashAfterWrite, Schedule
 from dgd.sim.chaos_shrink import ddmin, shrink
 from dgd.sim.chaos_workload import ENABLE_GROVE, PATHWAYS, workload
 from dgd.sim.chaos_writes import CrashAfter, Write, WritePoint

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dgd.sim.invariants import Violation
+from dgd.sim.invariants_judge import Violation
 from dgd.sim.report import (
     Counts,
     DGDOutcome,
