@@ -1,4 +1,4 @@
-"""The base every API model shares, and the types used for raw JSON and Kubernetes quantities.
+"""The base every API model shares, the types for raw JSON and Kubernetes quantities, schema defaults.
 
 Every model is a frozen msgspec Struct whose Python attributes are snake_case and whose JSON
 names are the exact camelCase names of the Kubernetes API. Optional fields default to ``None``
@@ -61,6 +61,11 @@ PreservedValue = Annotated[
 
 #: A Kubernetes DNS-1123 label (lowercase).
 DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+
+
+def schema_default(value: object) -> msgspec.Meta:
+    """The schema default upstream's CRD declares (the API server fills it in on every write)."""
+    return msgspec.Meta(extra_json_schema={"default": value})
 
 
 class Model(msgspec.Struct, frozen=True, omit_defaults=True, rename="camel"):

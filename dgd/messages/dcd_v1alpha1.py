@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dgd.messages.base import Model
 from dgd.messages.meta import Condition, ObjectMeta
-from dgd.messages.v1alpha1 import BackendFramework, ServiceReplicaStatus, ServiceSpec
+from dgd.messages.service_v1alpha1 import ServiceSpec
+from dgd.messages.v1alpha1 import BackendFramework, ServiceReplicaStatus
 
 KIND = "DynamoComponentDeployment"
 

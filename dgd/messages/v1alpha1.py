@@ -1,5 +1,10 @@
 """The v1alpha1 DynamoGraphDeployment: the services-map form, still served and converted to v1beta1.
 
+This module holds the document: the graph-level spec (PVCs, restart, topology, KV routing), the
+status as the v1alpha1 view shows it, and the root kind. A service's spec (``ServiceSpec``, shared
+with the v1alpha1 DCD) lives in ``dgd.messages.service_v1alpha1``, its opt-in features in
+``dgd.messages.service_features_v1alpha1``.
+
 Field names are exactly those of the v1alpha1 CRD schema; enums, patterns and minimums carry the
 CRD's constraints, so a JSON schema generated from these Structs matches the CRD. Pod-level values
 (``extraPodSpec``, probes, env vars, resource claims, autoscaling behavior/metrics, pod templates)
@@ -9,10 +14,6 @@ model for reading and validating v1alpha1 documents.
 Field docstrings become the descriptions of the v1alpha1 CRD schema. They name the v1beta1 field a
 value becomes where the name or shape differs, and say when there is none (such values are kept in
 the ``nvidia.com/dgd-spec`` annotation of the stored v1beta1 object).
-
-Over 400 lines: one concept (the whole v1alpha1 DGD document, kept apart from the v1beta1 types it
-converts to), and about a third of the lines are the field docstrings the generated CRD carries as
-descriptions.
 """
 
 from __future__ import annotations
@@ -21,14 +22,9 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from dgd.messages.base import DNS_LABEL_PATTERN, JSONObject, Model, PreservedObject, PreservedValue, Quantity
+from dgd.messages.base import JSONObject, Model, Quantity, schema_default
 from dgd.messages.meta import Condition, ObjectMeta
-
-#: A topology domain name (``packDomain``, ``kvTransferPolicy.domain``).
-TOPOLOGY_DOMAIN_PATTERN = r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$"
-
-#: ``MAJOR.MINOR.PATCH`` with at most four digits per part and no leading zeros.
-RUNTIME_VERSION_PATTERN = r"^(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})$"
+from dgd.messages.service_v1alpha1 import NonNegativeInt32, ProviderOverride, ServiceSpec, TopologyDomain
 
 #: A node label key, optionally prefixed by a DNS subdomain.
 LABEL_KEY_PATTERN = (
@@ -36,33 +32,11 @@ LABEL_KEY_PATTERN = (
     r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$"
 )
 
-TopologyDomain = Annotated[str, msgspec.Meta(pattern=TOPOLOGY_DOMAIN_PATTERN)]
-ContainerName = Annotated[str, msgspec.Meta(min_length=1, max_length=63, pattern=DNS_LABEL_PATTERN)]
-NonNegativeInt32 = Annotated[int, msgspec.Meta(ge=0)]
 DateTime = Annotated[str, msgspec.Meta(extra_json_schema={"format": "date-time"})]
 
-
-def _default(value: object) -> msgspec.Meta:
-    """The schema default upstream's v1alpha1 CRD declares (the API server fills it in on every write)."""
-    return msgspec.Meta(extra_json_schema={"default": value})
-
-
 BackendFramework = Literal["sglang", "vllm", "trtllm"]
-GPUMemoryServiceMode = Literal["intraPod", "interPod"]
 DGDState = Literal["initializing", "pending", "successful", "failed"]
 ComponentKind = Literal["PodClique", "PodCliqueScalingGroup", "Deployment", "LeaderWorkerSet"]
-
-
-class ProviderOverride(Model, frozen=True):
-    """A sparse provider-native fragment; ``value`` is passed through uninterpreted."""
-
-    api_version: Annotated[str, msgspec.Meta(min_length=1)]
-    """The API version of the object the fragment is merged into; for Grove, `grove.io/v1alpha1`."""
-    value: PreservedObject
-    """The fragment, shaped like the target object; only its topology constraint may be set."""
-    target: str | None = None
-    """The kind of object the fragment is merged into: `PodCliqueSet` for the graph; `PodCliqueTemplateSpec`
-    or `PodCliqueScalingGroupConfig` for a service."""
 
 
 class Pvc(Model, frozen=True):
@@ -83,7 +57,7 @@ class Pvc(Model, frozen=True):
 class RestartStrategy(Model, frozen=True):
     """How a graph restart proceeds: one service at a time (in ``order``) or all at once."""
 
-    type: Annotated[Literal["Sequential", "Parallel"], _default("Sequential")] | None = None
+    type: Annotated[Literal["Sequential", "Parallel"], schema_default("Sequential")] | None = None
     """`Sequential` (the default) restarts one service at a time, in `order`; `Parallel` restarts every
     service at once."""
     order: list[str] | None = None
@@ -119,7 +93,7 @@ class KvTransferPolicy(Model, frozen=True):
     cluster_topology_name: Annotated[str, msgspec.Meta(min_length=1)] | None = None
     """The Grove ClusterTopologyBinding that says which node label `domain` means. Exactly one of `labelKey`
     and `clusterTopologyName` is set."""
-    enforcement: Annotated[Literal["required", "preferred"], _default("required")] | None = None
+    enforcement: Annotated[Literal["required", "preferred"], schema_default("required")] | None = None
     """`required` (the default): transfers never leave the domain; `preferred`: they stay within it when they
     can."""
     label_key: (
@@ -137,435 +111,6 @@ class DynamoGraphDeploymentExperimentalSpec(Model, frozen=True):
 
     kv_transfer_policy: KvTransferPolicy | None = None
     """Keeps KV-cache transfers between prefill and decode workers within a topology domain."""
-
-
-class ResourceItem(Model, frozen=True):
-    """Requests or limits; ``gpu`` counts ``gpuType`` devices (``nvidia.com/gpu`` when unset)."""
-
-    cpu: str | None = None
-    """CPU, as a Kubernetes quantity such as `4` or `500m`."""
-    memory: str | None = None
-    """Memory, as a Kubernetes quantity such as `16Gi`."""
-    gpu: str | None = None
-    """The number of GPUs, counted in the resource `gpuType` names (`nvidia.com/gpu` when unset)."""
-    gpu_type: str | None = None
-    """The extended resource name GPUs are counted in; unset: `nvidia.com/gpu`."""
-    custom: dict[str, str] | None = None
-    """Further resources by name, each with its quantity."""
-
-
-class ResourceClaim(Model, frozen=True):
-    """A dynamic resource claim of the main container."""
-
-    name: str
-    """The name of one of the pod's `resourceClaims` that the main container uses."""
-    request: str | None = None
-    """The one request of that claim to use; unset: the whole claim."""
-
-
-class Resources(Model, frozen=True):
-    """The main container's compute resources; become its ``resources`` in the v1beta1 ``podTemplate``."""
-
-    requests: ResourceItem | None = None
-    """The resources the main container is guaranteed."""
-    limits: ResourceItem | None = None
-    """The most resources the main container may use."""
-    claims: list[ResourceClaim] | None = None
-    """Dynamic resource claims (DRA) the main container uses, copied to its `resources.claims`."""
-
-
-class Autoscaling(Model, frozen=True):
-    """Deprecated and ignored; preserved only."""
-
-    enabled: bool | None = None
-    """Deprecated and ignored."""
-    min_replicas: int | None = None
-    """Deprecated and ignored."""
-    max_replicas: int | None = None
-    """Deprecated and ignored."""
-    behavior: JSONObject | None = None
-    """Deprecated and ignored (it held a HorizontalPodAutoscaler behavior)."""
-    metrics: list[JSONObject] | None = None
-    """Deprecated and ignored (it held HorizontalPodAutoscaler metric specs)."""
-
-
-class VolumeMount(Model, frozen=True):
-    """A mount of a top-level PVC; the first cache-flagged mount becomes v1beta1 ``compilationCache``."""
-
-    name: str
-    """The PersistentVolumeClaim to mount (a volume of that name is added to the pod when missing)."""
-    mount_point: str | None = None
-    """Where the main container sees the volume; required unless `useAsCompilationCache` is set, which
-    then defaults it per backend."""
-    use_as_compilation_cache: Annotated[bool, _default(False)] | None = None
-    """Keep the engine's compilation cache on this volume; the first such mount becomes v1beta1
-    `compilationCache`."""
-
-
-class IngressTLS(Model, frozen=True):
-    """TLS of the frontend Ingress."""
-
-    secret_name: str | None = None
-    """The Secret that holds the TLS certificate and key for the host."""
-
-
-class IngressSpec(Model, frozen=True):
-    """How a frontend is exposed outside the cluster (v1alpha1 only; kept in the preservation payload)."""
-
-    enabled: bool | None = None
-    """Expose the frontend through an Ingress (or VirtualService); `host` is then required."""
-    host: str | None = None
-    """The frontend's host name, between `hostPrefix` and `hostSuffix`: `<hostPrefix><host>.<hostSuffix>`."""
-    use_virtual_service: bool | None = None
-    """Expose the frontend through an Istio VirtualService instead of an Ingress."""
-    virtual_service_gateway: str | None = None
-    """The Istio Gateway the VirtualService binds to."""
-    host_prefix: str | None = None
-    """Put in front of `host` in the full host name."""
-    annotations: dict[str, str] | None = None
-    """Annotations added to the Ingress or VirtualService."""
-    labels: dict[str, str] | None = None
-    """Labels added to the Ingress or VirtualService."""
-    tls: IngressTLS | None = None
-    """TLS for the host; unset: plain HTTP."""
-    host_suffix: str | None = None
-    """The domain after `host` in the full host name; unset: `local`."""
-    ingress_controller_class_name: str | None = None
-    """The IngressClass of the Ingress."""
-
-
-class ModelReference(Model, frozen=True):
-    """The model a service serves; gives a headless model Service."""
-
-    name: str
-    """The model's name, such as a Hugging Face repository id."""
-    revision: str | None = None
-    """The model's revision: a branch, tag or commit."""
-
-
-class SharedMemorySpec(Model, frozen=True):
-    """The tmpfs at ``/dev/shm``; becomes v1beta1 ``sharedMemorySize``."""
-
-    disabled: bool | None = None
-    """Mount no tmpfs at `/dev/shm` (v1beta1 `sharedMemorySize: "0"`)."""
-    size: Quantity | None = None
-    """The size of the tmpfs; unset: 8Gi."""
-
-
-class ExtraPodMetadata(Model, frozen=True):
-    """Metadata added to the service's pods; becomes the v1beta1 ``podTemplate.metadata``."""
-
-    annotations: dict[str, str] | None = None
-    """Annotations added to the service's pods."""
-    labels: dict[str, str] | None = None
-    """Labels added to the service's pods."""
-
-
-class MultinodeRole(Model, frozen=True):
-    """Provider overrides for one multinode role (leader or worker)."""
-
-    provider_override: ProviderOverride | None = None
-    """A fragment merged into this role's Grove clique; it may only set the topology constraint."""
-
-
-class MultinodeSpec(Model, frozen=True):
-    """A service spread over several nodes."""
-
-    node_count: Annotated[int, msgspec.Meta(ge=2, extra_json_schema={"default": 2})]
-    """How many nodes each replica spans: one leader and the rest workers; at least 2."""
-    leader: MultinodeRole | None = None
-    """Overrides for the leader's pods."""
-    worker: MultinodeRole | None = None
-    """Overrides for the workers' pods."""
-
-
-class ScalingAdapter(Model, frozen=True):
-    """Whether an autoscaler sets the replicas; becomes the v1beta1 marker ``scalingAdapter: {}``."""
-
-    enabled: Annotated[bool, _default(False)] | None = None
-    """When true, the operator creates a DynamoGraphDeploymentScalingAdapter, through which an autoscaler
-    sets this service's `replicas`."""
-
-
-class ConfigMapKeySelector(Model, frozen=True):
-    """A key of a ConfigMap."""
-
-    key: str
-    """The ConfigMap key that holds the configuration."""
-    name: str | None = None
-    """The ConfigMap's name, in the graph's namespace."""
-    optional: bool | None = None
-    """Whether the ConfigMap or its key may be missing."""
-
-
-class EppPlugin(Model, frozen=True):
-    """One plugin instance of the endpoint picker."""
-
-    type: str
-    """The plugin's type: which plugin to instantiate."""
-    name: str | None = None
-    """The instance's name, by which scheduling profiles refer to it; unset: its `type`."""
-    parameters: PreservedValue | None = None
-    """The plugin's own settings, kept as written."""
-
-
-class EppPluginRef(Model, frozen=True):
-    """A plugin a scheduling profile uses."""
-
-    plugin_ref: str
-    """The name of a plugin instance listed in `plugins`."""
-    weight: int | None = None
-    """For a scorer: how much its score counts against the other scorers'."""
-
-
-class EppSchedulingProfile(Model, frozen=True):
-    """A named set of plugins that picks an endpoint for a request."""
-
-    name: str
-    """The profile's name."""
-    plugins: list[EppPluginRef]
-    """The plugin instances the profile runs (filters, scorers, pickers)."""
-
-
-class EppSaturationDetector(Model, frozen=True):
-    """When the endpoint picker treats the workers as saturated."""
-
-    kv_cache_util_threshold: float | None = None
-    """The KV-cache utilization, from 0 to 1, above which a worker counts as saturated."""
-    metrics_staleness_threshold: str | None = None
-    """How old (a duration such as `200ms`) a worker's metrics may be before they are no longer trusted."""
-    queue_depth_threshold: int | None = None
-    """The number of waiting requests above which a worker counts as saturated."""
-
-
-class EndpointPickerConfig(Model, frozen=True):
-    """An inline endpoint picker configuration (an ``EndpointPickerConfig``)."""
-
-    plugins: list[EppPlugin]
-    """The plugin instances the endpoint picker creates."""
-    scheduling_profiles: list[EppSchedulingProfile]
-    """The scheduling profiles, each a set of the plugins above."""
-    api_version: str | None = None
-    """The configuration's API version."""
-    kind: str | None = None
-    """The configuration's kind, `EndpointPickerConfig`."""
-    feature_gates: list[str] | None = None
-    """The endpoint picker features to turn on."""
-    saturation_detector: EppSaturationDetector | None = None
-    """When the endpoint picker treats the workers as saturated."""
-
-
-class EPPConfig(Model, frozen=True):
-    """Endpoint picker configuration: exactly one of a ConfigMap reference or an inline config."""
-
-    config_map_ref: ConfigMapKeySelector | None = None
-    """A ConfigMap key that holds the endpoint picker configuration."""
-    config: (
-        Annotated[
-            EndpointPickerConfig,
-            msgspec.Meta(extra_json_schema={"x-kubernetes-preserve-unknown-fields": True}),
-        ]
-        | None
-    ) = None
-    """The endpoint picker configuration itself (an EndpointPickerConfig); fields not listed are kept."""
-
-
-class FrontendSidecarSpec(Model, frozen=True):
-    """An auto-generated frontend container; becomes container ``sidecar-frontend`` in v1beta1."""
-
-    image: str
-    """The frontend container's image."""
-    args: list[str] | None = None
-    """The frontend container's arguments."""
-    env_from_secret: str | None = None
-    """A Secret whose keys all become environment variables of the frontend container."""
-    envs: list[JSONObject] | None = None
-    """Environment variables (Kubernetes EnvVar) of the frontend container."""
-
-
-class CheckpointIdentity(Model, frozen=True):
-    """What makes two checkpoints interchangeable."""
-
-    backend_framework: Literal["vllm", "sglang", "trtllm"]
-    """The backend the checkpoint was taken with."""
-    model: str
-    """The model checkpointed."""
-    dynamo_version: str | None = None
-    """The Dynamo version the checkpoint was taken with."""
-    tensor_parallel_size: Annotated[int, msgspec.Meta(ge=1, extra_json_schema={"default": 1})] | None = None
-    """The engine's tensor parallelism; default 1."""
-    pipeline_parallel_size: Annotated[int, msgspec.Meta(ge=1, extra_json_schema={"default": 1})] | None = None
-    """The engine's pipeline parallelism; default 1."""
-    dtype: str | None = None
-    """The model's data type, such as `bfloat16`."""
-    max_model_len: Annotated[int, msgspec.Meta(ge=1)] | None = None
-    """The longest sequence the engine was started for."""
-    extra_parameters: dict[str, str] | None = None
-    """Further values that tell checkpoints apart."""
-
-
-class CheckpointJobConfig(Model, frozen=True):
-    """How the checkpoint-creating Job runs."""
-
-    gms_client_containers: list[ContainerName] | None = None
-    """Containers of the checkpoint Job's pod that use the shared GPU memory."""
-    pod_template: PreservedObject | None = None
-    """Changes merged into the checkpoint Job's pod template (a Kubernetes PodTemplateSpec)."""
-
-
-class ServiceCheckpointConfig(Model, frozen=True):
-    """Snapshot/restore of a service; becomes v1beta1 ``experimental.checkpoint``."""
-
-    enabled: Annotated[bool, _default(False)] | None = None
-    """Turns checkpoint and restore on for the service."""
-    mode: Literal["Auto", "Manual"] | None = None
-    """Deprecated: `Auto` or `Manual`, kept so older manifests still apply."""
-    startup_policy: Annotated[Literal["Immediate", "WaitForCheckpoint"], _default("Immediate")] | None = None
-    """`Immediate` (the default): start at once; `WaitForCheckpoint`: keep the service at zero replicas
-    until its checkpoint is ready."""
-    deletion_policy: Annotated[Literal["Delete", "Retain"], _default("Delete")] | None = None
-    """What happens to a checkpoint the operator created when the graph is deleted: `Delete` (the default) or
-    `Retain`."""
-    checkpoint_ref: str | None = None
-    """Restore from this existing DynamoCheckpoint in the same namespace instead of one the operator creates;
-    the graph never owns or deletes it."""
-    identity: CheckpointIdentity | None = None
-    """Deprecated: what made two checkpoints interchangeable. Ignored with `checkpointRef`."""
-    target_container_name: Annotated[ContainerName, _default("main")] | None = None
-    """The container that is checkpointed and restored; default `main`."""
-    job: CheckpointJobConfig | None = None
-    """How the Job that takes the checkpoint runs; not allowed with `checkpointRef`."""
-
-
-class ComponentTopologyConstraint(Model, frozen=True):
-    """Service-level topology-aware scheduling (Grove)."""
-
-    pack_domain: TopologyDomain
-    """The topology level (such as `rack` or `host`) that each replica of the service must fit within; no
-    wider than the graph's."""
-
-
-class GMSClientPod(Model, frozen=True):
-    """A reserved inter-pod GPU memory service client pod."""
-
-    name: ContainerName
-    """The client pod's name within the service."""
-    pod_template: PreservedObject
-    """The client pod's template (a Kubernetes PodTemplateSpec)."""
-
-
-class GPUMemoryServiceSpec(Model, frozen=True):
-    """GPU Memory Service; converted to v1beta1 ``experimental.gpuMemoryService`` only when enabled."""
-
-    enabled: bool
-    """Turns the GPU memory service on; when false the block has no v1beta1 counterpart and is only kept."""
-    mode: Annotated[GPUMemoryServiceMode, _default("intraPod")] | None = None
-    """`intraPod` (the default): the memory service runs inside each engine pod; `interPod`: in pods of its
-    own (Grove and vLLM only). Becomes `IntraPod` or `InterPod` in v1beta1."""
-    device_class_name: Annotated[str, _default("gpu.nvidia.com")] | None = None
-    """The DRA DeviceClass of the GPUs to claim; default `gpu.nvidia.com`."""
-    extra_client_containers: list[ContainerName] | None = None
-    """Containers besides `main` that also use the shared GPU memory."""
-    extra_client_pods: list[GMSClientPod] | None = None
-    """Reserved: further pods that use the shared GPU memory in `interPod` mode."""
-
-
-class FailoverSpec(Model, frozen=True):
-    """Active/passive failover of a worker engine; becomes v1beta1 ``experimental.failover`` when enabled."""
-
-    enabled: bool
-    """Turns failover on; when false the block has no v1beta1 counterpart and is only kept."""
-    mode: Annotated[GPUMemoryServiceMode, _default("intraPod")] | None = None
-    """`intraPod` (the default) or `interPod`; must be the GPU memory service's mode. Becomes `IntraPod` or
-    `InterPod` in v1beta1."""
-    num_shadows: Annotated[int, msgspec.Meta(ge=1, extra_json_schema={"default": 1})] | None = None
-    """Standby engines per active engine; v1beta1 accepts only 1."""
-
-
-class ServiceSpec(Model, frozen=True):
-    """One entry of ``spec.services`` (Go ``DynamoComponentDeploymentSharedSpec``), in Go field order."""
-
-    provider_override: ProviderOverride | None = None
-    """A fragment merged into the Grove clique or scaling group rendered for the service; it may only set
-    `topologyConstraint`."""
-    annotations: dict[str, str] | None = None
-    """Annotations for the resources generated for the service: its pods and its Service. No v1beta1 field:
-    kept in the `nvidia.com/dgd-spec` annotation and still honored."""
-    labels: dict[str, str] | None = None
-    """Labels for the resources generated for the service: its pods, its Service and Ingress. No v1beta1
-    field: kept in the `nvidia.com/dgd-spec` annotation and still honored."""
-    service_name: str | None = None
-    """Leave empty in a graph: the map key names the service and becomes v1beta1 `components[].name`."""
-    component_type: str | None = None
-    """The service's role: `frontend`, `worker`, `planner` or `epp` (endpoint picker); prefill and decode
-    workers are `worker` with a `subComponentType`. With it, this becomes v1beta1 `type`."""
-    sub_component_type: str | None = None
-    """For `componentType: worker`, `prefill` or `decode`: the v1beta1 `type` becomes that value, and the
-    pods keep the `nvidia.com/dynamo-sub-component-type` label."""
-    runtime_version_override: Annotated[str, msgspec.Meta(pattern=RUNTIME_VERSION_PATTERN)] | None = None
-    """The Dynamo runtime version (`MAJOR.MINOR.PATCH`) of the main image, when its tag is not a version."""
-    dynamo_namespace: str | None = None
-    """Deprecated and ignored in a graph, whose Dynamo namespace is always computed. No v1beta1 field."""
-    global_dynamo_namespace: bool | None = None
-    """Register in the shared Dynamo namespace `dynamo` rather than the graph's own (`<namespace>-<graph
-    name>`)."""
-    resources: Resources | None = None
-    """The main container's compute resources; they become its `resources` in the v1beta1 `podTemplate`."""
-    autoscaling: Autoscaling | None = None
-    """Deprecated and ignored: scale through `scalingAdapter` instead. No v1beta1 field."""
-    envs: list[JSONObject] | None = None
-    """Environment variables (Kubernetes EnvVar) of the main container; an `extraPodSpec.mainContainer`
-    variable of the same name wins. They become the main container's `env` in the v1beta1 `podTemplate`."""
-    env_from_secret: str | None = None
-    """A Secret whose keys all become environment variables of the main container (its `envFrom`)."""
-    volume_mounts: list[VolumeMount] | None = None
-    """PersistentVolumeClaims mounted into the main container; a mount flagged as compilation cache becomes
-    v1beta1 `compilationCache`."""
-    ingress: IngressSpec | None = None
-    """Frontends only: how the service is exposed outside the cluster; unset: the operator's configured
-    ingress. No v1beta1 field: kept in the `nvidia.com/dgd-spec` annotation and still honored."""
-    model_ref: ModelReference | None = None
-    """The model the service serves; the operator creates a headless Service that finds every pod serving
-    it."""
-    shared_memory: SharedMemorySpec | None = None
-    """The tmpfs mounted at `/dev/shm`; unset: 8Gi. Becomes v1beta1 `sharedMemorySize`."""
-    extra_pod_metadata: ExtraPodMetadata | None = None
-    """Annotations and labels for the service's pods; they become the v1beta1 `podTemplate.metadata`."""
-    extra_pod_spec: JSONObject | None = None
-    """The service's pod spec (a Kubernetes PodSpec), plus `mainContainer`: a Container whose values are
-    merged over the main container's. Becomes the v1beta1 `podTemplate.spec`."""
-    liveness_probe: JSONObject | None = None
-    """The main container's liveness probe (a Kubernetes Probe); unset: the operator's default for the
-    service's role."""
-    readiness_probe: JSONObject | None = None
-    """The main container's readiness probe (a Kubernetes Probe); unset: the operator's default for the
-    service's role."""
-    replicas: NonNegativeInt32 | None = None
-    """How many replicas to run; default 1. With `scalingAdapter`, the scaling adapter sets it."""
-    min_available: Annotated[int, msgspec.Meta(ge=1)] | None = None
-    """Grove only: how many replicas are scheduled together and must stay available (default 1); at most
-    `replicas`. Cannot change once set."""
-    multinode: MultinodeSpec | None = None
-    """Spreads each replica over several nodes."""
-    scaling_adapter: ScalingAdapter | None = None
-    """Whether an autoscaler sets this service's replicas through a scaling adapter; `enabled: true` becomes
-    v1beta1 `scalingAdapter: {}`."""
-    epp_config: EPPConfig | None = None
-    """The endpoint picker's configuration; `componentType: epp` only."""
-    frontend_sidecar: FrontendSidecarSpec | None = None
-    """A frontend container the operator adds beside the engine, named `sidecar-frontend` in the v1beta1
-    `podTemplate`."""
-    checkpoint: ServiceCheckpointConfig | None = None
-    """Checkpoint the engine once and restore later replicas from it, so they start faster. Becomes v1beta1
-    `experimental.checkpoint`."""
-    topology_constraint: ComponentTopologyConstraint | None = None
-    """Topology-aware scheduling of the service (Grove only)."""
-    gpu_memory_service: GPUMemoryServiceSpec | None = None
-    """Shares GPU memory between engine processes through a GPU memory service, with GPUs claimed through DRA.
-    Becomes v1beta1 `experimental.gpuMemoryService`."""
-    failover: FailoverSpec | None = None
-    """Active/passive failover: a standby engine takes over when the active one fails. Needs the GPU memory
-    service in the same mode. Becomes v1beta1 `experimental.failover`."""
 
 
 class DynamoGraphDeploymentSpec(Model, frozen=True):
@@ -682,7 +227,7 @@ class PlacementStatus(Model, frozen=True):
 class DynamoGraphDeploymentStatus(Model, frozen=True):
     """What the operator observed, as the v1alpha1 view shows it."""
 
-    state: Annotated[DGDState, _default("initializing")]
+    state: Annotated[DGDState, schema_default("initializing")]
     """The graph's lifecycle in one word: `initializing`, `pending` (not ready yet), `successful` (ready) or
     `failed`."""
     observed_generation: int | None = None

@@ -1,20 +1,12 @@
 """The verbs on resource paths of the HTTP facade: each request is one port call on the memory cluster.
 
-Over 400 lines: every verb of a resource path, with its subresources, reads best in one place.
-
 ``ResourceVerbs.serve`` answers a request for a collection, an object, or its ``status`` or
 ``scale`` subresource: list (``labelSelector``, ``fieldSelector``) or watch, get, create, update,
 patch, delete, deletecollection — and the read-only core/v1 view of events (``facade_events``).
-
-PATCH: a JSON merge patch goes to the port as it is; a JSON patch or a strategic merge patch is
-applied to the object read, then written back as a merge patch conditional on the resourceVersion
-read (retried if the object changed meanwhile, as the API server retries internally); server-side
-apply merge-patches the applied configuration, or creates the object (``facade_patch``).
+PATCH, in each of its flavours, is served by ``dgd.sim.apiserver.patch_verb``.
 
 A kind served at a version other than the stored one (``Target.converted``): bodies are converted to
-the stored version before the port call, answers back to the version asked for; a patch of any
-flavour is applied to the object as the client sees it, then written back converted
-(``facade_conversion``).
+the stored version before the port call, answers back to the version asked for (``facade_conversion``).
 """
 
 from __future__ import annotations
@@ -26,37 +18,30 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
-from dgd.cluster import merge_patch
-from dgd.cluster.errors import Cause, Conflict, Invalid, NotFound
+from dgd.cluster.errors import Invalid, NotFound
 from dgd.cluster.memory.adapter import MemoryCluster
-from dgd.cluster.protocol import Preconditions, Propagation, Scale
+from dgd.cluster.protocol import Preconditions, Propagation
 from dgd.cluster.resources import EVENT, ObjectKey, Resource
 from dgd.messages.base import JSONObject
 from dgd.messages.timestamps import Clock
 from dgd.sim.apiserver.catalog import Catalog
 from dgd.sim.apiserver.conversion import Converted
 from dgd.sim.apiserver.events import CORE_EVENT, to_core
-from dgd.sim.apiserver.patch import json_patch, strategic_merge
+from dgd.sim.apiserver.patch_verb import patch_object, patch_scale
 from dgd.sim.apiserver.table import Printer
 from dgd.sim.apiserver.validation import check_version_match, crd_schemas, unknown_fields
 from dgd.sim.apiserver.watch import WatchStreams
 from dgd.sim.apiserver.wire import (
-    APPLY_PATCH,
-    JSON_PATCH,
-    MERGE_PATCH,
-    STRATEGIC_PATCH,
     HttpError,
-    body,
     field_selector,
     flag,
-    media_type,
+    in_namespace,
+    named,
     object_body,
     respond,
     success,
+    to_scale,
 )
-
-#: How often a JSON patch or strategic merge patch is retried when the object changed under it.
-REWRITE_ATTEMPTS = 5
 
 _PROPAGATIONS: tuple[Propagation, ...] = ("Background", "Foreground", "Orphan")
 
@@ -198,7 +183,7 @@ class ResourceVerbs:
             raise Invalid(f"strict decoding error: {fields}", bad_request=True)
 
     async def _create(self, request: web.Request, target: Target) -> web.StreamResponse:
-        obj = _in_namespace(
+        obj = in_namespace(
             await object_body(request), target.namespace if target.resource.namespaced else None
         )
         self._strict(request, target.shown_as or target.resource, obj)
@@ -207,7 +192,7 @@ class ResourceVerbs:
 
     async def _replace(self, request: web.Request, target: Target) -> web.StreamResponse:
         key = target.key()
-        obj = _named(_in_namespace(await object_body(request), key.namespace), key.name)
+        obj = named(in_namespace(await object_body(request), key.namespace), key.name)
         self._strict(request, target.shown_as or target.resource, obj)
         stored = _to_stored(target, obj)
         if target.subresource == "status":
@@ -215,95 +200,7 @@ class ResourceVerbs:
         return respond(_view(target)(await self.cluster.replace(target.resource, stored)))
 
     async def _patch(self, request: web.Request, target: Target) -> web.StreamResponse:
-        key, kind, status = target.key(), media_type(request), target.subresource == "status"
-        if kind == APPLY_PATCH and not request.query.get("fieldManager"):
-            cause = Cause("fieldManager", "Required value: is required for apply patch")
-            raise Invalid(
-                'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value', causes=(cause,)
-            )
-        if target.converted is not None:
-            return await self._patch_converted(request, target, target.converted)
-        patch = self.cluster.patch_status if status else self.cluster.patch
-        if kind == MERGE_PATCH:
-            return respond(await patch(key, await object_body(request)))
-        if kind == APPLY_PATCH:
-            return await self._apply(key, await object_body(request), status=status)
-        if kind == JSON_PATCH:
-            operations = await body(request)
-            return respond(await self._rewrite(key, lambda current: json_patch(current, operations), status))
-        if kind == STRATEGIC_PATCH and _builtin(key.resource.group):
-            change = await object_body(request)
-            return respond(await self._rewrite(key, lambda current: strategic_merge(current, change), status))
-        raise _unsupported_patch(kind, key.resource.group)
-
-    async def _patch_converted(
-        self, request: web.Request, target: Target, converted: Converted
-    ) -> web.StreamResponse:
-        """A patch at a served version that is not stored: applied to the object as the client sees
-        it, the result converted back and written (as the API server patches through conversion)."""
-        key, kind, status = target.key(), media_type(request), target.subresource == "status"
-        if kind == JSON_PATCH:
-            operations = await body(request)
-
-            def change(current: JSONObject) -> Any:
-                return json_patch(converted.to_shown(current), operations)
-
-        elif kind in (MERGE_PATCH, APPLY_PATCH):
-            patch = await object_body(request)
-
-            def change(current: JSONObject) -> Any:
-                return merge_patch.apply(converted.to_shown(current), patch)
-
-        else:
-            raise _unsupported_patch(kind, key.resource.group)
-
-        def write(current: JSONObject) -> Any:
-            changed = change(current)
-            return converted.to_stored(changed) if isinstance(changed, dict) else changed
-
-        try:
-            return respond(converted.to_shown(await self._rewrite(key, write, status)))
-        except NotFound:
-            # Server-side apply creates what is not there yet.
-            if kind != APPLY_PATCH or status:
-                raise
-        created = _named(_in_namespace(patch, key.namespace), key.name)
-        stored = await self.cluster.create(key.resource, converted.to_stored(created))
-        return respond(converted.to_shown(stored), status=201)
-
-    async def _apply(self, key: ObjectKey[JSONObject], applied: JSONObject, *, status: bool) -> web.Response:
-        """Server-side apply, approximated: merge-patch the applied configuration, or create it."""
-        try:
-            if status:
-                return respond(await self.cluster.patch_status(key, applied))
-            return respond(await self.cluster.patch(key, applied))
-        except NotFound:
-            if status:
-                raise
-        created = _named(_in_namespace(applied, key.namespace), key.name)
-        return respond(await self.cluster.create(key.resource, created), status=201)
-
-    async def _rewrite(
-        self, key: ObjectKey[JSONObject], change: Callable[[JSONObject], Any], status: bool
-    ) -> JSONObject:
-        """Read, change, write back as a merge patch conditional on the version read; retried on conflict."""
-        patch = self.cluster.patch_status if status else self.cluster.patch
-        for attempt in range(REWRITE_ATTEMPTS):
-            current = await self.cluster.get(key)
-            changed = change(current)
-            if not isinstance(changed, dict):
-                raise Invalid("the patched object is not a JSON object", bad_request=True)
-            version = current["metadata"].get("resourceVersion")
-            asked = (changed.get("metadata") or {}).get("resourceVersion")
-            difference = merge_patch.diff(current, changed)
-            difference.setdefault("metadata", {})["resourceVersion"] = asked or version
-            try:
-                result: JSONObject = await patch(key, difference)
-                return result
-            except Conflict:
-                if asked not in (None, version) or attempt == REWRITE_ATTEMPTS - 1:
-                    raise
-        raise AssertionError("unreachable")
+        return await patch_object(self.cluster, request, target)
 
     async def _delete(self, request: web.Request, target: Target) -> web.StreamResponse:
         key = target.key()
@@ -343,26 +240,11 @@ class ResourceVerbs:
         return respond(await self.cluster.get_scale(target.key()))
 
     async def _replace_scale(self, request: web.Request, target: Target) -> web.StreamResponse:
-        scale = _scale(await object_body(request))
+        scale = to_scale(await object_body(request))
         return respond(await self.cluster.replace_scale(target.key(), scale))
 
     async def _patch_scale(self, request: web.Request, target: Target) -> web.StreamResponse:
-        key, kind = target.key(), media_type(request)
-        change = await body(request)
-        for attempt in range(REWRITE_ATTEMPTS):
-            current = msgspec.to_builtins(await self.cluster.get_scale(key))
-            if kind == JSON_PATCH:
-                patched = json_patch(current, change)
-            elif kind in (MERGE_PATCH, APPLY_PATCH, STRATEGIC_PATCH):
-                patched = merge_patch.apply(current, change)
-            else:
-                raise HttpError(415, "UnsupportedMediaType", f"unsupported patch type {kind}")
-            try:
-                return respond(await self.cluster.replace_scale(key, _scale(patched)))
-            except Conflict:
-                if attempt == REWRITE_ATTEMPTS - 1:
-                    raise
-        raise AssertionError("unreachable")
+        return await patch_scale(self.cluster, request, target)
 
     # Server-side printing.
 
@@ -388,54 +270,8 @@ def _to_stored(target: Target, obj: JSONObject) -> JSONObject:
     return target.converted.to_stored(obj) if target.converted is not None else obj
 
 
-def _unsupported_patch(kind: str, group: str) -> HttpError:
-    return HttpError(
-        415,
-        "UnsupportedMediaType",
-        f"the body of the request was in an unknown format - accepted media types include: "
-        f"{JSON_PATCH}, {MERGE_PATCH}, {APPLY_PATCH}" + (f", {STRATEGIC_PATCH}" if _builtin(group) else ""),
-    )
-
-
 def _as_stored(obj: JSONObject) -> JSONObject:
     return obj
-
-
-def _builtin(group: str) -> bool:
-    """Whether ``group`` is one of Kubernetes' own (strategic merge patch applies) or a custom one."""
-    return group in ("", "apps", "autoscaling", "batch", "policy") or group.endswith(".k8s.io")
-
-
-def _in_namespace(obj: JSONObject, namespace: str | None) -> JSONObject:
-    """``obj`` in the request's namespace (a different one in the body is a 400, as the API server says)."""
-    metadata = obj.setdefault("metadata", {})
-    if not isinstance(metadata, dict):
-        raise Invalid("metadata must be an object", bad_request=True)
-    if namespace is not None:
-        given = metadata.setdefault("namespace", namespace)
-        if given != namespace:
-            raise Invalid(
-                "the namespace of the provided object does not match the namespace sent on the request",
-                bad_request=True,
-            )
-    return obj
-
-
-def _named(obj: JSONObject, name: str) -> JSONObject:
-    metadata = obj["metadata"]
-    given = metadata.setdefault("name", name)
-    if given != name:
-        raise Invalid(
-            f"the name of the object ({given}) does not match the name on the URL ({name})", bad_request=True
-        )
-    return obj
-
-
-def _scale(data: Any) -> Scale:
-    try:
-        return msgspec.convert(data, Scale)
-    except msgspec.ValidationError as error:
-        raise Invalid(f"not an autoscaling/v1 Scale: {error}", bad_request=True) from None
 
 
 async def _delete_options(request: web.Request) -> tuple[Propagation | None, Preconditions | None]:

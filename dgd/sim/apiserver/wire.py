@@ -1,5 +1,8 @@
 """How the HTTP facade reads requests and writes answers: bodies, ``Status`` errors, field selectors.
 
+A body is read as JSON (or YAML), then checked against the request: an object in the URL's namespace
+and with its name (``in_namespace``, ``named``), a ``Scale`` (``to_scale``).
+
 Every failure is answered as the API server does: a ``metav1.Status`` with the HTTP code and
 ``reason`` of the port error (``ClusterError.to_status``), and ``Retry-After`` on a 429. The few
 failures the port has no type for (401, 405, 406, 415) are raised as ``HttpError``.
@@ -16,6 +19,7 @@ from aiohttp import web
 
 from dgd.cluster.errors import ClusterError, Invalid, RequestEntityTooLarge, TooManyRequests
 from dgd.cluster.memory.bodies import REQUEST_LIMIT
+from dgd.cluster.protocol import Scale
 from dgd.messages.base import JSONObject
 
 JSON = "application/json"
@@ -100,6 +104,40 @@ async def object_body(request: web.Request) -> JSONObject:
     if not isinstance(data, dict):
         raise Invalid("the body must be a JSON object", bad_request=True)
     return data
+
+
+def in_namespace(obj: JSONObject, namespace: str | None) -> JSONObject:
+    """``obj`` in the request's namespace (a different one in the body is a 400, as the API server says)."""
+    metadata = obj.setdefault("metadata", {})
+    if not isinstance(metadata, dict):
+        raise Invalid("metadata must be an object", bad_request=True)
+    if namespace is not None:
+        given = metadata.setdefault("namespace", namespace)
+        if given != namespace:
+            raise Invalid(
+                "the namespace of the provided object does not match the namespace sent on the request",
+                bad_request=True,
+            )
+    return obj
+
+
+def named(obj: JSONObject, name: str) -> JSONObject:
+    """``obj`` with the name on the URL (a different one in the body is a 400, as the API server says)."""
+    metadata = obj["metadata"]
+    given = metadata.setdefault("name", name)
+    if given != name:
+        raise Invalid(
+            f"the name of the object ({given}) does not match the name on the URL ({name})", bad_request=True
+        )
+    return obj
+
+
+def to_scale(data: Any) -> Scale:
+    """A request body as an autoscaling/v1 ``Scale`` (anything else is a 400)."""
+    try:
+        return msgspec.convert(data, Scale)
+    except msgspec.ValidationError as error:
+        raise Invalid(f"not an autoscaling/v1 Scale: {error}", bad_request=True) from None
 
 
 def flag(value: str | None) -> bool:
