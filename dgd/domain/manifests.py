@@ -47,12 +47,24 @@ def load_manifests(text: str) -> list[Any]:
 
 
 class _Dumper(yaml.SafeDumper):
-    """SafeDumper that also quotes ``y``, ``Y``, ``n`` and ``N``: PyYAML reads them as strings, but they
-    are YAML 1.1 booleans to the Go YAML that kubectl and the API server read manifests with, so an
-    unquoted ``value: n`` (an env var upstream renders) reached them as ``false`` and was refused."""
+    """SafeDumper that also quotes what PyYAML reads as a string but Go's YAML (kubectl, the API server:
+    go-yaml v2 through sigs.k8s.io/yaml) reads as something else: ``y``/``Y``/``n``/``N`` (booleans) and
+    numbers PyYAML's YAML 1.1 resolvers do not know (``1e5``, ``123456e7``, ``0o17``, ``08``). Upstream's
+    ``NIXL_TELEMETRY_ENABLE=n`` and a worker hash such as ``123456e7`` reached them as ``false`` and a
+    float, and the object was refused."""
 
 
 _Dumper.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:y|Y|n|N)$"), list("yYnN"))
+# Anything go-yaml v2 may parse as an int or a float once it drops underscores (strconv.ParseInt with
+# base 0, or its float syntax with an optional exponent); quoting more than it parses changes nothing.
+_Dumper.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(
+        r"^[-+]?(?:0[xX][0-9a-fA-F_]+|0[oObB][0-9_]+|[0-9][0-9_]*(?:\.[0-9_]*)?(?:[eE][-+]?[0-9_]+)?"
+        r"|\.[0-9_]+(?:[eE][-+]?[0-9_]+)?)$"
+    ),
+    list("-+0123456789."),
+)
 
 
 def dump_manifests(documents: list[Any]) -> str:

@@ -7,6 +7,7 @@ Kubernetes') does not have fails here instead of being dropped in a user's clust
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from dgd.messages.config import CheckpointConfig, OperatorConfig
 from dgd.messages.dgd import API_VERSION_V1ALPHA1
 from tests.conftest import kubectl
 from tests.real.harness import RealCluster
+from tests.unit.domain.test_manifests import GO_NOT_STRINGS, PLAIN
 from tests.upstream import UPSTREAM, dgd_documents, load_documents
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
@@ -69,6 +71,22 @@ async def test_every_converted_v1alpha1_dgd_passes_strict_validation_on_the_real
     # when it is created as a dry run with strict field validation
     # then the server takes it with no field unknown to it
     strictly_accepted(real, [converted])
+
+
+async def test_strings_go_reads_as_other_types_reach_the_server_as_written(real: RealCluster) -> None:
+    # given a ConfigMap whose values are the strings Go's YAML would read as booleans or numbers unquoted
+    data = {f"k{index}": text for index, text in enumerate([*GO_NOT_STRINGS, *PLAIN])}
+    document = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "strings"}, "data": data}
+
+    # when it is written as the CLI writes manifests and created by kubectl as a dry run
+    created = kubectl(
+        real.plane, "create", "--dry-run=server", "-o", "json", "-n", real.namespace, "-f", "-",
+        input=dump_manifests([document]).encode(),
+    )  # fmt: skip
+
+    # then the server holds every value as the same string
+    assert created.returncode == 0, created.stderr.decode()
+    assert json.loads(created.stdout)["data"] == data
 
 
 def strictly_accepted(real: RealCluster, documents: list[Any]) -> None:
