@@ -122,7 +122,7 @@ class Transport:
 
     def __init__(self, api: ApiClient, *, limiter: RateLimiter | None, timeout: float | None) -> None:
         self.api = api
-        self.warnings = ApiWarnings()
+        self._warnings = ApiWarnings()
         self._limiter = limiter
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._streaming = aiohttp.ClientTimeout(total=None, sock_connect=timeout)
@@ -182,7 +182,7 @@ class Transport:
             raise _unreachable(error) from None
         if 200 <= response.status < 300:
             if "Warning" in response.headers:
-                self.warnings.note(response.headers.getall("Warning"), method, subject)
+                self._warnings.note(response.headers.getall("Warning"), method, subject)
             return response
         try:
             data = await response.read()
