@@ -10,6 +10,13 @@ scaling adapter (1 to 4 replicas), with every 100th record a fault instead (an a
 dropped watch, a burst of API errors), and at the end one expectation per graph that it is
 ``successful`` with its last replicas. Every record is judged by the invariants as it is replayed.
 
+``--split`` also samples, every 2 ms of CPU time (a ``SIGPROF`` timer, no profiler installed), where
+the replay is, and prints each part's share of the samples and of the wall
+time: the memory API server (any frame in ``dgd/cluster/memory``), the simulated world
+(``dgd/sim/world``), the replay's judging (invariants, journal, expectations), the actor runtime, the
+operator (the rest of ``dgd``) and what is outside ``dgd`` (the event loop itself). Sampling costs the
+replay a few per cent, so the timing lines come from the unsampled rounds before it.
+
 Printed: the method, then ``name value unit`` lines — records/s (``replay.records_per_second``),
 cluster seconds per wall second (``replay.speedup``), and what the replay did (reconciles, API
 calls, writes) — and whether every expectation and invariant held.
@@ -25,12 +32,15 @@ import os
 import platform
 import random
 import sys
+import signal
 import time
+from collections import Counter
 from importlib.metadata import version
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
-from machine import command, python
+from machine import command, cpu_model, python
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -104,6 +114,60 @@ def generate(records: int, graphs: int, every: float, seed: int = 1) -> Trace:
     return Trace(header, tuple(out))
 
 
+#: The parts ``--split`` tells apart, by the file of a frame on the replay thread's stack.
+JUDGE = ("dgd/sim/invariants", "dgd/sim/replay", "dgd/sim/expectations", "dgd/sim/journal", "dgd/sim/steps")
+
+
+def part_of(files: list[str]) -> str:
+    """The part of the replay a stack of files (outermost first, paths relative to the repository)
+    belongs to: the memory API server wherever it appears; else the innermost project frame's part, with
+    the actor runtime's frames given to the simulated world when they serve one of its actors."""
+    ours = [file for file in files if file.startswith("dgd/")]
+    if any(file.startswith("dgd/cluster/memory/") for file in ours):
+        return "memory API server"
+    if not ours:
+        return "outside dgd (the event loop)"
+    inner = ours[-1]
+    if inner.startswith("dgd/sim/world/") or (
+        inner.startswith("dgd/actors/runtime/") and any(f.startswith("dgd/sim/world/") for f in ours)
+    ):
+        return "simulated world"
+    if inner.startswith(JUDGE):
+        return "replay: invariants, journal, expectations"
+    if inner.startswith("dgd/actors/runtime/"):
+        return "actor runtime"
+    if inner.startswith("dgd/sim/"):
+        return "simulation, other (clock, cluster)"
+    return "operator"
+
+
+class Sampler:
+    """Samples the main thread's stack every ``interval`` seconds of the process's CPU time (a
+    ``SIGPROF`` timer: the handler runs between two bytecodes, wherever the thread is) into ``parts``."""
+
+    def __init__(self, interval: float = 0.002) -> None:
+        self.parts: Counter[str] = Counter()
+        self._interval = interval
+
+    def __enter__(self) -> Sampler:
+        signal.signal(signal.SIGPROF, self._sample)
+        signal.setitimer(signal.ITIMER_PROF, self._interval, self._interval)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, signal.SIG_DFL)
+
+    def _sample(self, signum: int, frame: FrameType | None) -> None:
+        files: list[str] = []
+        while frame is not None:
+            path = frame.f_code.co_filename
+            files.append(os.path.relpath(path, ROOT) if path.startswith(str(ROOT)) else path)
+            frame = frame.f_back
+        files.reverse()
+        self.parts[part_of(files)] += 1
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--records", type=int, default=10_000, help="records in the trace (default 10000)")
@@ -113,6 +177,9 @@ def main() -> None:
     )
     parser.add_argument("--rounds", type=int, default=1, help="replays; the best is reported (default 1)")
     parser.add_argument("--out", type=Path, help="also write the trace here")
+    parser.add_argument(
+        "--split", action="store_true", help="one more, sampled replay: each part's share of the wall time"
+    )
     options = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
 
@@ -123,7 +190,7 @@ def main() -> None:
     print(f"  command:  {command()}")
     print(f"  python:   {python()}")
     print(f"  anyio:    {version('anyio')}, msgspec {version('msgspec')}")
-    print(f"  machine:  {platform.machine()}, cpu_count() = {os.cpu_count()}")
+    print(f"  machine:  {platform.machine()}, cpu_count() = {os.cpu_count()}, {cpu_model()}")
     print(f"  trace:    {len(trace.records)} records, {options.graphs} graphs, one every {options.every:g}s")
     print(f"  timing:   time.perf_counter around run_replay, best of {options.rounds}")
     walls: list[float] = []
@@ -149,6 +216,20 @@ def main() -> None:
     print(f"every expectation and invariant held: {report.ok}")
     for failure in report.failures[:10]:
         print(f"  {failure}")
+    if options.split:
+        split(trace)
+
+
+def split(trace: Trace) -> None:
+    """Replays ``trace`` once more under a :class:`Sampler` and prints each part's share."""
+    started = time.perf_counter()
+    with Sampler() as sampler:
+        run_replay(trace)
+    wall = time.perf_counter() - started
+    samples = sum(sampler.parts.values())
+    print(f"split: a sampled replay, {wall:.2f} s wall, {samples} samples")
+    for part, count in sampler.parts.most_common():
+        print(f"  {count / samples:6.1%}  {count / samples * wall:6.2f} s  {part}")
 
 
 if __name__ == "__main__":
