@@ -14,8 +14,8 @@ dropped watch, a burst of API errors), and at the end one expectation per graph 
 the replay is, and prints each part's share of the samples and of the wall
 time: the memory API server (any frame in ``dgd/cluster/memory``), the simulated world
 (``dgd/sim/world``), the replay's judging (invariants, journal, expectations), the actor runtime, the
-operator (the rest of ``dgd``) and what is outside ``dgd`` (the event loop itself). Sampling costs the
-replay a few per cent, so the timing lines come from the unsampled rounds before it.
+operator (the rest of ``dgd``) and what is outside ``dgd`` (the event loop itself). The timing lines
+come from the unsampled rounds before it.
 
 Printed: the method, then ``name value unit`` lines — records/s (``replay.records_per_second``),
 cluster seconds per wall second (``replay.speedup``), and what the replay did (reconciles, API
@@ -32,15 +32,13 @@ import os
 import platform
 import random
 import sys
-import signal
 import time
-from collections import Counter
 from importlib.metadata import version
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from machine import command, cpu_model, python
+from split import Sampler
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -112,60 +110,6 @@ def generate(records: int, graphs: int, every: float, seed: int = 1) -> Trace:
         )
     header = Header(version=VERSION, seed=seed, description=f"bench: {records} records over {graphs} graphs")
     return Trace(header, tuple(out))
-
-
-#: The parts ``--split`` tells apart, by the file of a frame on the replay thread's stack.
-JUDGE = ("dgd/sim/invariants", "dgd/sim/replay", "dgd/sim/expectations", "dgd/sim/journal", "dgd/sim/steps")
-
-
-def part_of(files: list[str]) -> str:
-    """The part of the replay a stack of files (outermost first, paths relative to the repository)
-    belongs to: the memory API server wherever it appears; else the innermost project frame's part, with
-    the actor runtime's frames given to the simulated world when they serve one of its actors."""
-    ours = [file for file in files if file.startswith("dgd/")]
-    if any(file.startswith("dgd/cluster/memory/") for file in ours):
-        return "memory API server"
-    if not ours:
-        return "outside dgd (the event loop)"
-    inner = ours[-1]
-    if inner.startswith("dgd/sim/world/") or (
-        inner.startswith("dgd/actors/runtime/") and any(f.startswith("dgd/sim/world/") for f in ours)
-    ):
-        return "simulated world"
-    if inner.startswith(JUDGE):
-        return "replay: invariants, journal, expectations"
-    if inner.startswith("dgd/actors/runtime/"):
-        return "actor runtime"
-    if inner.startswith("dgd/sim/"):
-        return "simulation, other (clock, cluster)"
-    return "operator"
-
-
-class Sampler:
-    """Samples the main thread's stack every ``interval`` seconds of the process's CPU time (a
-    ``SIGPROF`` timer: the handler runs between two bytecodes, wherever the thread is) into ``parts``."""
-
-    def __init__(self, interval: float = 0.002) -> None:
-        self.parts: Counter[str] = Counter()
-        self._interval = interval
-
-    def __enter__(self) -> Sampler:
-        signal.signal(signal.SIGPROF, self._sample)
-        signal.setitimer(signal.ITIMER_PROF, self._interval, self._interval)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        signal.setitimer(signal.ITIMER_PROF, 0)
-        signal.signal(signal.SIGPROF, signal.SIG_DFL)
-
-    def _sample(self, signum: int, frame: FrameType | None) -> None:
-        files: list[str] = []
-        while frame is not None:
-            path = frame.f_code.co_filename
-            files.append(os.path.relpath(path, ROOT) if path.startswith(str(ROOT)) else path)
-            frame = frame.f_back
-        files.reverse()
-        self.parts[part_of(files)] += 1
 
 
 def main() -> None:
