@@ -135,9 +135,10 @@ async def test_idle_watch_with_bookmarks_gets_a_bookmark_to_resume_from(harness:
     """allowWatchBookmarks: an idle watch receives BOOKMARK events (no object) whose
     resourceVersion is at least that of every event delivered; resuming from it repeats nothing."""
     cluster = harness.cluster
+    watching = harness.bookmark_cluster or cluster
     created = await cluster.create(CONFIG_MAP, config_map("a"))
 
-    async with cluster.watch(
+    async with watching.watch(
         CONFIG_MAP, namespace=NS, resource_version=created["metadata"]["resourceVersion"], bookmarks=True
     ) as events:
         await cluster.patch(CONFIG_MAP.key(NS, "a"), {"data": {"k": "2"}})
