@@ -10,8 +10,8 @@ scaling adapter (1 to 4 replicas), with every 100th record a fault instead (an a
 dropped watch, a burst of API errors), and at the end one expectation per graph that it is
 ``successful`` with its last replicas. Every record is judged by the invariants as it is replayed.
 
-``--split`` also samples, every 2 ms of CPU time (a ``SIGPROF`` timer, no profiler installed), where
-the replay is, and prints each part's share of the samples and of the wall
+``--split`` replays once more, sampled every 2 ms of CPU time (``bench/split.py``: a ``SIGPROF``
+timer, no profiler installed), and prints each part's share of the samples and of that replay's wall
 time: the memory API server (any frame in ``dgd/cluster/memory``), the simulated world
 (``dgd/sim/world``), the replay's judging (invariants, journal, expectations), the actor runtime, the
 operator (the rest of ``dgd``) and what is outside ``dgd`` (the event loop itself). The timing lines
