@@ -19,8 +19,9 @@ from dgd.domain.admission.documents import admit_document
 from dgd.domain.conversion.dgd import ConversionError, dgd_to_v1beta1
 from dgd.domain.crds import crd_files, render_crds_yaml
 from dgd.domain.manifests import dump_manifests
+from dgd.domain.preflight import unsupported
 from dgd.domain.render.errors import RenderError
-from dgd.domain.render.offline import InvalidInput, prepare, refusals, render
+from dgd.domain.render.offline import InvalidInput, prepare, render
 from dgd.messages.dgd import API_VERSION_V1ALPHA1, KIND
 
 #: The Grove kind whose levels a KV-transfer policy's ``clusterTopologyName`` resolves to.
@@ -206,7 +207,7 @@ def _render(args: argparse.Namespace) -> int:
         where = f"{shown(args.file)}#{index} {KIND} {name or '<no name>'}"
         try:
             dgd = prepare(document, namespace=args.namespace, config=config, pathway=args.pathway)
-            problems = refusals(dgd, config)
+            problems = unsupported(dgd, config)
             if problems:
                 raise InvalidInput([str(problem) for problem in problems])
             rendered += render(dgd, config=config, bindings=bindings)

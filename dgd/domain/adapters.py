@@ -9,8 +9,9 @@ Two writers share an adapter and this module keeps them apart:
   ``spec.replicas`` (``rescale``) and mirrors it into the adapter status (``adapter_status``).
 
 Our departure from upstream (dgd-domain §21 item 5, ``docs/decisions.md``): the adapter of a
-component without ``scalingAdapter`` is deleted only if this DGD controls it (``controlled_by``),
-so a user's adapter that happens to carry the same name is left alone.
+component without ``scalingAdapter`` is deleted only if this DGD controls it
+(``dgd.domain.ownership.controlled_by``), so a user's adapter that happens to carry the same name is
+left alone.
 
 Everything here is a function of its arguments; objects are Structs in, raw JSON out.
 """
@@ -24,6 +25,7 @@ import msgspec
 
 from dgd.domain.events import EventRecord
 from dgd.domain.metadata_keys import COMPONENT, GRAPH_NAME
+from dgd.domain.ownership import controlled_by
 from dgd.domain.pod_merge import JSON
 from dgd.messages import dgd as dgd_messages
 from dgd.messages import dgdsa
@@ -143,13 +145,6 @@ def adapter_patch(adapter: Adapter, dgd_name: str, component_name: str, owner: J
     return {**patch, "metadata": {**metadata, "resourceVersion": meta.resource_version}}
 
 
-def controlled_by(adapter: Adapter, uid: str | None) -> bool:
-    """Whether the object ``uid`` is the adapter's controller."""
-    return uid is not None and any(
-        ref.controller and ref.uid == uid for ref in adapter.metadata.owner_references or ()
-    )
-
-
 def orphans(adapters: Iterable[Adapter], dgd: DynamoGraphDeployment, owner_uid: str | None) -> list[Adapter]:
     """Adapters labelled with this DGD's name and controlled by it whose component is gone, by name."""
     names = {component.name for component in dgd.spec.components or ()}
@@ -157,7 +152,7 @@ def orphans(adapters: Iterable[Adapter], dgd: DynamoGraphDeployment, owner_uid: 
         adapter
         for adapter in adapters
         if (adapter.metadata.labels or {}).get(GRAPH_NAME) == dgd.metadata.name
-        and controlled_by(adapter, owner_uid)
+        and controlled_by(adapter.metadata, owner_uid)
         and adapter.spec.dgd_ref.component_name not in names
         and not adapter.metadata.deletion_timestamp
     ]

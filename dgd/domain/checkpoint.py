@@ -4,7 +4,9 @@ A component with ``experimental.checkpoint.enabled`` resolves to a ``CheckpointI
 ``DynamoCheckpoint`` it restores from (one the DGD creates and owns, ``checkpoint-<id>``, or the
 user's ``checkpointRef``), whether that checkpoint is ``Ready``, and the startup policy.
 ``is_gated`` is **the** WaitForCheckpoint predicate: both programs, the Grove scaler and the
-scaling-adapter step ask it, and nothing else decides whether a component waits. The
+scaling-adapter step ask it, and nothing else decides whether a component waits.
+``checkpoint_refused`` is **the** checkpoint gate: the refusals of ``dgd.domain.preflight`` and the
+``checkpoint-storage`` child both ask it. The
 ``checkpoint-storage`` child actor does the reads and writes; this module decides what they are.
 """
 
@@ -78,6 +80,12 @@ def config_of(component: ComponentSpec) -> ComponentCheckpoint | None:
     experimental = component.experimental
     found = experimental.checkpoint if experimental is not None else None
     return found if found is not None and found.enabled else None
+
+
+def checkpoint_refused(component: ComponentSpec, config: OperatorConfig) -> bool:
+    """**The** checkpoint gate: ``component`` asks for checkpoints while the operator configuration
+    turns them off (``checkpoint.enabled``); such a DGD is refused, never rendered without them."""
+    return config_of(component) is not None and not config.checkpoint.enabled
 
 
 def checkpoint_id(namespace: str, dgd_name: str, dgd_uid: str, component: str, worker_hash: str) -> str:

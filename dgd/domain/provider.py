@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from dgd.domain.admission.defaulting import WORKLOAD_PROVIDER, select_provider
+from dgd.domain.ownership import controlled_by
 from dgd.domain.projection import UNSUPPORTED_WORKLOAD_PROVIDER, Failure
 from dgd.messages.dgd import DynamoGraphDeployment
 from dgd.messages.meta import ObjectMeta
@@ -35,11 +36,6 @@ def stored_provider(dgd: DynamoGraphDeployment) -> str | None:
         '"component"; the provider cannot change after creation, so recreate the DGD to choose another',
         terminal=True,
     )
-
-
-def controlled_by(meta: ObjectMeta, uid: str | None) -> bool:
-    """Whether ``meta`` names the object ``uid`` as its controller."""
-    return uid is not None and any(ref.controller and ref.uid == uid for ref in meta.owner_references or ())
 
 
 def adopt_provider(

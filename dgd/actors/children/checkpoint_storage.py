@@ -30,6 +30,7 @@ from dgd.domain.checkpoint import (
     auto_checkpoint,
     auto_name,
     checkpoint_id,
+    checkpoint_refused,
     config_of,
     deletion_plan,
     info_from,
@@ -109,8 +110,9 @@ class CheckpointStorage(Actor[ResolveCheckpoints | FinalizeCheckpoints]):
         checkpointed = [c for c in dgd.spec.components or [] if config_of(c) is not None]
         if not checkpointed:
             return CheckpointsResolved({})
-        if not self._config.checkpoint.enabled:
-            names = ", ".join(c.name for c in checkpointed)
+        refused = [c for c in checkpointed if checkpoint_refused(c, self._config)]
+        if refused:
+            names = ", ".join(c.name for c in refused)
             return StepFailed(
                 f"component {names}: checkpoint functionality is disabled in the operator configuration"
             )

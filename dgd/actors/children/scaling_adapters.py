@@ -39,11 +39,11 @@ from dgd.domain.adapters import (
     adapter_patch,
     adapter_reference,
     adapter_updated,
-    controlled_by,
     orphan_deleted,
     orphans,
 )
 from dgd.domain.events import EventRecord
+from dgd.domain.ownership import controlled_by
 from dgd.messages.component import ComponentSpec
 from dgd.messages.dgd import DynamoGraphDeployment
 from dgd.messages.dgdsa import DynamoGraphDeploymentScalingAdapter as Adapter
@@ -114,7 +114,7 @@ class ScalingAdapters(Actor[ReconcileAdapters]):
         live = await self._reader.get(DGDSA.key(dgd.metadata.namespace, name))
         if component.scaling_adapter is None:
             # Only an adapter this DGD controls is its to remove.
-            if live is None or not controlled_by(live, owner.metadata.uid):
+            if live is None or not controlled_by(live.metadata, owner.metadata.uid):
                 return None
             event = adapter_deleted(name, component.name, adapter_reference(live))
             return "deleted" if await self._delete(live, owner, event) else None

@@ -42,6 +42,8 @@ from dgd.domain.checkpoint import (
 )
 from dgd.domain.checkpoint_restore import dcd_adjustment
 from dgd.domain.metadata_keys import RESTART_AT, WORKER_HASH
+from dgd.domain.orchestrators import lacks_multinode_orchestrator
+from dgd.domain.preflight import MULTINODE_FIELD
 from dgd.domain.projection import (
     NO_MULTINODE_ORCHESTRATOR,
     ROLLING_UPDATE_FAILED,
@@ -64,9 +66,6 @@ from dgd.messages.dcd import DynamoComponentDeployment
 from dgd.messages.dgd import DynamoGraphDeployment
 
 logger = logging.getLogger("dgd.component")
-
-#: The refusal rendering gives a multinode component without LeaderWorkerSet: step 3 reports it.
-_MULTINODE_FIELD = ".multinode"
 
 
 class ComponentProgram(WorkloadProgram):
@@ -93,7 +92,7 @@ class ComponentProgram(WorkloadProgram):
         if has_multinode(defaulted):
             return {}
         try:
-            self.refuse_unsupported(defaulted, keep=lambda problem: problem.path.endswith(_MULTINODE_FIELD))
+            self.refuse_unsupported(defaulted, keep=lambda problem: problem.path.endswith(MULTINODE_FIELD))
             desired = self.desired_worker_hash(defaulted)
         except (Failure, RenderError):
             return {}
@@ -112,7 +111,7 @@ class ComponentProgram(WorkloadProgram):
     async def _run(self, result: ProgramResult, dgd: DynamoGraphDeployment) -> None:
         # What this release cannot reconcile yet fails before any write (the missing multinode
         # orchestrator is step 3's own failure).
-        self.refuse_unsupported(dgd, keep=lambda problem: problem.path.endswith(_MULTINODE_FIELD))
+        self.refuse_unsupported(dgd, keep=lambda problem: problem.path.endswith(MULTINODE_FIELD))
         # Step 1: the worker generation this reconcile renders.
         prepared = await self._rollout.ask(
             AdvanceRollout(
@@ -134,7 +133,7 @@ class ComponentProgram(WorkloadProgram):
         # Step 2: shared resources before any pod exists that needs them, then the checkpoints.
         infos = await self.ensure_shared(result, dgd, prepared.new_hash)
         # Step 3: multinode components need LeaderWorkerSet on this pathway.
-        if has_multinode(dgd) and self._config.orchestrators.lws.enabled is not True:
+        if any(lacks_multinode_orchestrator(c, self._config) for c in dgd.spec.components or []):
             raise Failure(NO_MULTINODE_ORCHESTRATOR, "no multinode orchestrator available", terminal=True)
         # Step 4: the restart, resolved against the DCDs of every generation that may run.
         current = Hashes.of(result.dgd.metadata.annotations)

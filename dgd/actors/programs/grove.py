@@ -40,6 +40,7 @@ from dgd.domain.checkpoint import (
     gated_components,
 )
 from dgd.domain.checkpoint_restore import restore_cliques
+from dgd.domain.orchestrators import grove_disabled
 from dgd.domain.pod_merge import JSON
 from dgd.domain.projection import (
     FAILED_TO_MIGRATE_WORKER_HASH,
@@ -116,7 +117,7 @@ class GroveProgram(WorkloadProgram):
     def initial_annotations(self, dgd: DynamoGraphDeployment) -> dict[str, str]:
         """The first worker hash (§12.7 initialization), for the metadata write of the DGD's creation:
         nothing when Grove is off or the spec cannot be reconciled (its run fails before any write)."""
-        if self._config.orchestrators.grove.enabled is False:
+        if grove_disabled(self._config):
             return {}
         defaulted = default_in_memory(dgd, grove_enabled=True)
         try:
@@ -130,7 +131,7 @@ class GroveProgram(WorkloadProgram):
         """§9.1 in order; the topology projection runs after success and failure alike."""
         result = ProgramResult(dgd)
         # Step 1: Grove disabled is terminal, and comes before the deferred topology projection.
-        if self._config.orchestrators.grove.enabled is False:
+        if grove_disabled(self._config):
             why = 'selected workload provider "grove" is unavailable because Grove is disabled'
             result.fail(Failure(PROVIDER_UNAVAILABLE, why, terminal=True), now=self._now())
             return result

@@ -1,12 +1,13 @@
 """Everything the operator would create for one DGD, rendered offline (the ``render`` command).
 
 ``prepare`` turns a manifest into the DGD as the operator would hold it after admission (converted
-from v1alpha1 if needed, validated as a create, defaulted in memory). ``refusals`` lists what this
-operator cannot render yet, each naming its field. ``render`` returns the objects of the DGD's
-pathway: the PodCliqueSet and its stable Services, Ingress and VirtualService on Grove, the DCDs on
-the Component pathway; then, for a DGD with an endpoint picker, its ConfigMap, InferencePool and (with
-the Istio provider configured) DestinationRule. Other shared resources (RBAC, the discovery identity,
-the wait-for-leader script, scaling adapters) are not part of rendering.
+from v1alpha1 if needed, validated as a create, defaulted in memory). What this operator cannot
+render yet is ``dgd.domain.preflight.unsupported``, the refusals the operator makes. ``render``
+returns the objects of the DGD's pathway: the PodCliqueSet and its stable Services, Ingress and
+VirtualService on Grove, the DCDs on the Component pathway; then, for a DGD with an endpoint picker,
+its ConfigMap, InferencePool and (with the Istio provider configured) DestinationRule. Other shared
+resources (RBAC, the discovery identity, the wait-for-leader script, scaling adapters) are not part
+of rendering.
 """
 
 from __future__ import annotations
@@ -21,18 +22,16 @@ from dgd.domain.admission.defaulting import ENABLE_GROVE, WORKLOAD_PROVIDER
 from dgd.domain.admission.validation import admit
 from dgd.domain.conversion.dgd import ConversionError, dgd_to_v1beta1
 from dgd.domain.gates import mesh_provider_istio
-from dgd.domain.metadata_keys import MAX_LABEL_VALUE
-from dgd.domain.naming import dynamo_namespace
+from dgd.domain.orchestrators import grove_disabled
 from dgd.domain.pod_merge import JSON
+from dgd.domain.preflight import unsupported
 from dgd.domain.render import kv_transfer
 from dgd.domain.render.dcd import render_dcds
 from dgd.domain.render.epp import epp_component, epp_objects
 from dgd.domain.render.errors import RenderError
 from dgd.domain.render.pcs import graph_discovery_backend, render_pcs
-from dgd.domain.render.pod_template_shape import shape_errors
 from dgd.domain.render.provider_overrides import apply_provider_overrides
 from dgd.domain.render.stable_resources import render_stable_resources
-from dgd.domain.roles import is_multinode
 from dgd.domain.worker_hash import worker_hash
 from dgd.messages.config import COMPATIBLE_UPSTREAM_VERSION, OperatorConfig
 from dgd.messages.dgd import API_VERSION_V1ALPHA1, DynamoGraphDeployment
@@ -70,7 +69,7 @@ def prepare(
     if namespace is not None and declared not in (None, namespace):
         raise InvalidInput([f'metadata.namespace: "{declared}" does not match the namespace "{namespace}"'])
     metadata["namespace"] = namespace or declared or "default"
-    grove_enabled = config.orchestrators.grove.enabled is not False
+    grove_enabled = not grove_disabled(config)
     if pathway is not None:
         if pathway == "grove" and not grove_enabled:
             raise InvalidInput(["--pathway grove: Grove is disabled in the operator configuration"])
@@ -85,67 +84,6 @@ def prepare(
     return verdict.dgd
 
 
-def refusals(dgd: DynamoGraphDeployment, config: OperatorConfig) -> list[RenderError]:
-    """Why this DGD cannot be rendered, every reason, in field order (empty: it can)."""
-    problems: list[RenderError] = []
-    name, namespace = dgd.metadata.name or "", dgd.metadata.namespace or ""
-    grove = (dgd.metadata.annotations or {}).get(WORKLOAD_PROVIDER) == "grove"
-    if len(name) > MAX_LABEL_VALUE:
-        problems.append(
-            RenderError(
-                "metadata.name",
-                f"is {len(name)} characters; as the value of label nvidia.com/dynamo-graph-deployment-name "
-                f"it allows at most {MAX_LABEL_VALUE}",
-            )
-        )
-    if grove and config.orchestrators.grove.enabled is False:
-        problems.append(
-            RenderError(
-                "metadata.annotations[nvidia.com/workload-provider]", "Grove is disabled in the config"
-            )
-        )
-    for index, component in enumerate(dgd.spec.components or []):
-        problems += _component_refusals(dgd, component, index, config, grove, name, namespace)
-    return problems
-
-
-def _component_refusals(
-    dgd: DynamoGraphDeployment, component: Any, index: int, config: OperatorConfig, grove: bool, name: str,
-    namespace: str,
-) -> list[RenderError]:  # fmt: skip
-    at = f"spec.components[{index}]"
-    problems = [
-        RenderError(where, what) for where, what in shape_errors(component.pod_template, f"{at}.podTemplate")
-    ]
-    dyn_ns = dynamo_namespace(namespace, name, global_namespace=bool(component.global_dynamo_namespace))
-    if len(dyn_ns) > MAX_LABEL_VALUE:
-        problems.append(
-            RenderError(
-                at,
-                f'its Dynamo namespace "{dyn_ns}" is {len(dyn_ns)} characters; as the value of label '
-                f"nvidia.com/dynamo-namespace it allows at most {MAX_LABEL_VALUE}: shorten the namespace or "
-                "the DGD name, or set globalDynamoNamespace",
-            )
-        )
-    experimental = component.experimental
-    checkpoint = experimental.checkpoint if experimental is not None else None
-    if checkpoint is not None and checkpoint.enabled and not config.checkpoint.enabled:
-        problems.append(
-            RenderError(
-                f"{at}.experimental.checkpoint",
-                f"component {component.name}: checkpoint functionality is disabled in the operator "
-                "configuration (checkpoint.enabled)",
-            )
-        )
-    if not grove and is_multinode(component) and config.orchestrators.lws.enabled is False:
-        problems.append(
-            RenderError(
-                f"{at}.multinode", "no multinode orchestrator available (LeaderWorkerSet is disabled)"
-            )
-        )
-    return problems
-
-
 def render(
     dgd: DynamoGraphDeployment,
     *,
@@ -158,7 +96,7 @@ def render(
     ``bindings`` are the Grove ClusterTopologyBindings at hand, by name: a KV-transfer policy with a
     ``clusterTopologyName`` is rendered from the levels of the one it names (no cluster is read here).
     """
-    problems = refusals(dgd, config)
+    problems = unsupported(dgd, config)
     if problems:
         raise problems[0]
     if (dgd.metadata.annotations or {}).get(WORKLOAD_PROVIDER) == "grove":

@@ -13,13 +13,13 @@ from dgd.domain.adapters import (
     adapter_name,
     adapter_patch,
     adapter_status,
-    controlled_by,
     orphans,
     pod_selector,
     rescale,
     scaled,
     scaled_component,
 )
+from dgd.domain.ownership import controlled_by
 from dgd.messages.dgd import DynamoGraphDeployment
 from dgd.messages.dgdsa import DynamoGraphDeploymentScalingAdapter as Adapter
 
@@ -141,10 +141,10 @@ def test_an_adapter_controlled_by_another_object_is_not_adopted() -> None:
 
 
 def test_only_a_controller_reference_with_the_dgd_uid_makes_it_the_controller() -> None:
-    assert controlled_by(adapter(), "u-1")
-    assert not controlled_by(adapter(), "u-2")
-    assert not controlled_by(adapter(owners=[{**OWNER, "controller": False}]), "u-1")
-    assert not controlled_by(adapter(owners=[]), None)
+    assert controlled_by(adapter().metadata, "u-1")
+    assert not controlled_by(adapter().metadata, "u-2")
+    assert not controlled_by(adapter(owners=[{**OWNER, "controller": False}]).metadata, "u-1")
+    assert not controlled_by(adapter(owners=[]).metadata, None)
 
 
 def test_orphans_are_controlled_labelled_adapters_whose_component_is_gone() -> None:

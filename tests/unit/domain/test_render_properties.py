@@ -18,7 +18,8 @@ from msgspec import structs
 from dgd.domain.admission.defaulting import WORKLOAD_PROVIDER
 from dgd.domain.manifests import dump_manifests
 from dgd.domain.naming import GROVE_POD_NAME_BUDGET, component_budget
-from dgd.domain.render.offline import Pathway, prepare, refusals, render
+from dgd.domain.preflight import unsupported
+from dgd.domain.render.offline import Pathway, prepare, render
 from dgd.domain.roles import roles, uses_pcsg
 from dgd.domain.worker_generation import CURRENT_WORKER_HASH, CURRENT_WORKER_HASH_V2
 from dgd.domain.worker_hash import worker_hash
@@ -50,7 +51,7 @@ def _renderable(
         for component in components:
             component.pop("minAvailable", None)
     dgd = prepare(document, namespace=None, config=CONFIG, pathway=pathway)
-    assume(not refusals(dgd, CONFIG))
+    assume(not unsupported(dgd, CONFIG))
     return dgd
 
 
