@@ -36,11 +36,7 @@ from dgd.actors.runtime import ActorError, Ref
 from dgd.cluster.errors import ClusterError
 from dgd.cluster.resources import DCD
 from dgd.domain.admission.defaulting import default_in_memory
-from dgd.domain.checkpoint import (
-    CheckpointInfo,
-    gated_components,
-)
-from dgd.domain.checkpoint_restore import dcd_adjustment
+from dgd.domain.checkpoint import CheckpointInfo
 from dgd.domain.metadata_keys import RESTART_AT, WORKER_HASH
 from dgd.domain.orchestrators import lacks_multinode_orchestrator
 from dgd.domain.preflight import MULTINODE_FIELD
@@ -53,9 +49,9 @@ from dgd.domain.projection import (
     check_resources_readiness,
 )
 from dgd.domain.readiness import dcd_readiness
-from dgd.domain.render.dcd import render_dcds
 from dgd.domain.render.errors import RenderError
 from dgd.domain.render.template_defaults import template_metadata
+from dgd.domain.render.workloads import dcd_names, desired_dcds
 from dgd.domain.restart import RestartState, carried_stamps
 from dgd.domain.roles import has_multinode
 from dgd.domain.rollout import Hashes
@@ -163,26 +159,25 @@ class ComponentProgram(WorkloadProgram):
         replicas = {g.component: targets(g)[0] for g in prepared.components}
         # 2. The restart stamps: those the restart selects now, the others as the DCDs carry them.
         stamps = {**await self._carried_stamps(dgd, result.dgd, prepared.new_hash), **restart.stamps()}
-        # 3-4. One DCD per component, synced; an existing DCD keeps its backend framework; a
-        # checkpointed component restores from its checkpoint (and waits for it at 0 replicas).
+        # 3. The DCDs that exist, observed once: an existing DCD keeps its backend framework.
+        live: dict[str, DynamoComponentDeployment] = {}
+        for name in dcd_names(dgd, prepared.new_hash):
+            if (found := await self._reader.get(DCD.key(namespace, name))) is not None:
+                live[name] = found
+        # 4. One complete DCD per component, synced; a checkpointed component restores from its
+        # checkpoint (and waits for it at 0 replicas).
         synced: list[DynamoComponentDeployment] = []
-        rendered_dcds = render_dcds(
+        desired = desired_dcds(
             dgd,
             worker_hash=prepared.new_hash,
+            checkpoints=infos,
             replicas=replicas,
             restart_at=stamps,
-            gated=gated_components(infos),
+            live=live,
         )
-        for rendered in rendered_dcds:
-            name = rendered.metadata.name or ""
-            live = await self._reader.get(DCD.key(namespace, name))
-            body = msgspec.to_builtins(rendered)
-            info = infos.get(rendered.spec.name or "")
-            if info is not None:
-                body["spec"] = dcd_adjustment(body["spec"], info)
-            if live is not None and live.spec.backend_framework:
-                body["spec"]["backendFramework"] = live.spec.backend_framework
-            synced.append(await self._syncer.sync(DCD, body, live, owner=result.dgd))
+        for body in desired:
+            existing = live.get(body["metadata"]["name"])
+            synced.append(await self._syncer.sync(DCD, body, existing, owner=result.dgd))
         # 5. The old generations scaled to their share of the old targets.
         old_targets: dict[str, int] = {}
         if prepared.components:

@@ -39,7 +39,6 @@ from dgd.domain.checkpoint import (
     CheckpointInfo,
     gated_components,
 )
-from dgd.domain.checkpoint_restore import restore_cliques
 from dgd.domain.orchestrators import grove_disabled
 from dgd.domain.pod_merge import JSON
 from dgd.domain.projection import (
@@ -60,9 +59,9 @@ from dgd.domain.render import kv_transfer
 from dgd.domain.render.errors import RenderError
 from dgd.domain.render.frontend_exposure import manages_virtual_services
 from dgd.domain.render.gpu_count import counted_templates
-from dgd.domain.render.pcs import graph_discovery_backend, graph_pcs_name, render_pcs
-from dgd.domain.render.provider_overrides import apply_provider_overrides
+from dgd.domain.render.pcs import graph_discovery_backend, graph_pcs_name
 from dgd.domain.render.stable_resources import render_stable_resources
+from dgd.domain.render.workloads import desired_pod_clique_set
 from dgd.domain.restart import RestartState
 from dgd.domain.roles import is_multinode
 from dgd.domain.topology import apply_topology
@@ -205,19 +204,16 @@ class GroveProgram(WorkloadProgram):
         if observed is not None and inputs == self._synced_inputs:
             pcs = observed
         else:
-            rendered = render_pcs(
+            desired = desired_pod_clique_set(
                 dgd,
                 config=self._config,
                 existing=observed,
+                checkpoints=infos,
                 worker_generation_changed=plan.changed,
                 restart_at=stamps,
-                gated=gated,
                 topology_domains=domains,
                 claim_templates=templates,
                 desired_hash=desired_hash,
-            )
-            desired = restore_cliques(
-                apply_provider_overrides(msgspec.to_builtins(rendered), dgd), infos, self._config
             )
             # 3. Sync against that same observation; a conflict fails this run and the next starts fresh.
             try:

@@ -16,8 +16,6 @@ import copy
 from collections.abc import Mapping
 from typing import Any, Literal
 
-import msgspec
-
 from dgd.domain.admission.defaulting import ENABLE_GROVE, WORKLOAD_PROVIDER
 from dgd.domain.admission.validation import admit
 from dgd.domain.conversion.dgd import ConversionError, dgd_to_v1beta1
@@ -26,12 +24,11 @@ from dgd.domain.orchestrators import grove_disabled
 from dgd.domain.pod_merge import JSON
 from dgd.domain.preflight import unsupported
 from dgd.domain.render import kv_transfer
-from dgd.domain.render.dcd import render_dcds
 from dgd.domain.render.epp import epp_component, epp_objects
 from dgd.domain.render.errors import RenderError
-from dgd.domain.render.pcs import graph_discovery_backend, render_pcs
-from dgd.domain.render.provider_overrides import apply_provider_overrides
+from dgd.domain.render.pcs import graph_discovery_backend
 from dgd.domain.render.stable_resources import render_stable_resources
+from dgd.domain.render.workloads import desired_dcds, desired_pod_clique_set
 from dgd.domain.worker_hash import worker_hash
 from dgd.messages.config import COMPATIBLE_UPSTREAM_VERSION, OperatorConfig
 from dgd.messages.dgd import API_VERSION_V1ALPHA1, DynamoGraphDeployment
@@ -101,14 +98,18 @@ def render(
         raise problems[0]
     if (dgd.metadata.annotations or {}).get(WORKLOAD_PROVIDER) == "grove":
         domains = _topology_domains(dgd, bindings or {})
-        pcs = render_pcs(dgd, config=config, existing=existing_pcs, topology_domains=domains)
-        objects = [apply_provider_overrides(msgspec.to_builtins(pcs), dgd)]
+        # As a first reconcile renders it: no checkpoint resolved, no restart, no hash plan.
+        objects = [
+            desired_pod_clique_set(
+                dgd, config=config, existing=existing_pcs, checkpoints={}, topology_domains=domains
+            )
+        ]
         objects += render_stable_resources(
             dgd, config=config, discovery_backend=graph_discovery_backend(dgd, config)
         )
     else:
-        dcds = render_dcds(dgd, worker_hash=worker_hash(dgd))
-        objects = [msgspec.to_builtins(dcd) for dcd in dcds]
+        # As a first reconcile renders them: no DCD exists yet, no checkpoint resolved, no rollout.
+        objects = desired_dcds(dgd, worker_hash=worker_hash(dgd), checkpoints={})
     # The endpoint picker's objects, as on a cluster that serves Istio when the config names it.
     component = epp_component(dgd)
     if component is not None:
