@@ -39,7 +39,7 @@ from dgd.domain.projection import (
     FAILED_TO_MIGRATE_WORKER_HASH,
     ROLLING_UPDATE_FAILED,
 )
-from dgd.domain.render.dcd import render_dcds, workload_annotations
+from dgd.domain.render.dcd import worker_workload_annotations
 from dgd.domain.roles import has_multinode
 from dgd.domain.rollout import ACTIVE_PHASES, Hashes, Progress, advance, new_generation_hash
 from dgd.domain.rollout_replicas import (
@@ -52,7 +52,6 @@ from dgd.domain.rollout_replicas import (
     targets,
 )
 from dgd.domain.worker_generation import CURRENT_WORKER_HASH_V2, plan_unmanaged
-from dgd.domain.worker_hash import PLACEHOLDER
 from dgd.messages.component import WORKER_TYPES
 from dgd.messages.dcd import DynamoComponentDeployment
 from dgd.messages.dgd import DynamoGraphDeployment, RollingUpdateStatus
@@ -244,14 +243,14 @@ class Rollout(Actor[AdvanceRollout | ScaleOld]):
             for dcd in await self._reader.controlled_by(DCD, namespace, dgd.metadata.uid)
             if (worker := observe(dcd)) is not None
         ]
-        rendered = {d.spec.name: d for d in render_dcds(defaulted, worker_hash=PLACEHOLDER)}
+        shaped_by = worker_workload_annotations(defaulted)
         pods: list[tuple[str, bool]] | None = None
         out: list[Generations] = []
         for component in defaulted.spec.components or []:
             if component.type not in WORKER_TYPES:
                 continue
             desired = 1 if component.replicas is None else component.replicas
-            policy = strategy(workload_annotations(rendered[component.name]), desired)
+            policy = strategy(shaped_by[component.name], desired)
             mine = [w for w in observed if w.component == component.name]
             new = next((w for w in mine if w.hash == new_hash), None)
             old = tuple(w for w in mine if w.hash != new_hash)

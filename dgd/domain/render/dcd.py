@@ -31,12 +31,13 @@ from dgd.domain.render.gms import check_extra_clients
 from dgd.domain.render.template_defaults import (
     apply_template_defaults,
     graph_backend,
+    inherited_annotations,
     template_metadata,
     with_template_metadata,
 )
 from dgd.messages.component import WORKER_TYPES, ComponentSpec, SharedComponentSpec
 from dgd.messages.dcd import API_VERSION, DCDSpec, DynamoComponentDeployment
-from dgd.messages.dgd import DynamoGraphDeployment
+from dgd.messages.dgd import DynamoGraphDeployment, KvTransferPolicy
 from dgd.messages.meta import ObjectMeta
 
 ISTIO_INJECT = "sidecar.istio.io/inject"
@@ -146,13 +147,20 @@ def _render_dcd(
         name=dcd_name(dgd_name, component, worker_hash),
         namespace=namespace,
         labels=dict(sorted(labels.items())),
-        annotations={
-            DCD_SPEC_PAYLOAD: dcd_spec_payload(dgd, component.name),
-            # The DCD controller hands the topology source on to the worker's pods.
-            **(kv_transfer.source_annotations(policy) if policy is not None else {}),
-        },
+        annotations=_object_annotations(dgd, component, policy),
     )
     return DynamoComponentDeployment(api_version=API_VERSION, metadata=metadata, spec=spec)
+
+
+def _object_annotations(
+    dgd: DynamoGraphDeployment, component: ComponentSpec, policy: KvTransferPolicy | None
+) -> dict[str, str]:
+    """The annotations of a component's DCD object (not of its pod template)."""
+    return {
+        DCD_SPEC_PAYLOAD: dcd_spec_payload(dgd, component.name),
+        # The DCD controller hands the topology source on to the worker's pods.
+        **(kv_transfer.source_annotations(policy) if policy is not None else {}),
+    }
 
 
 def workload_annotations(dcd: DynamoComponentDeployment) -> dict[str, str]:
@@ -161,3 +169,17 @@ def workload_annotations(dcd: DynamoComponentDeployment) -> dict[str, str]:
     merged = template_metadata(dcd.spec.pod_template or {}, "annotations")
     merged.update(dcd.metadata.annotations or {})
     return merged
+
+
+def worker_workload_annotations(dgd: DynamoGraphDeployment) -> dict[str, dict[str, str]]:
+    """By worker component name, ``workload_annotations`` of the DCD ``render_dcds`` gives it before
+    any restart stamp, computed without rendering a DCD: the rollout reads each worker's strategy
+    (surge, unavailability) from them. The DGD must be defaulted and namespaced."""
+    out: dict[str, dict[str, str]] = {}
+    for component in dgd.spec.components or []:
+        if component.type not in WORKER_TYPES:
+            continue
+        merged = inherited_annotations(component, dgd)
+        merged.update(_object_annotations(dgd, component, kv_transfer.applies(dgd, component)))
+        out[component.name] = merged
+    return out

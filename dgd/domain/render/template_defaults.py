@@ -55,19 +55,25 @@ def apply_template_defaults(component: ComponentSpec, dgd: DynamoGraphDeployment
         main["env"] = merge_env(dgd.spec.env, main.get("env") or [])
         template["spec"] = spec
     # Low-priority metadata: propagated DGD annotations, then the graph's annotations and labels.
-    annotations = template_metadata(template, "annotations")
+    labels = template_metadata(template, "labels")
+    for key, value in (dgd.spec.labels or {}).items():
+        labels.setdefault(key, value)
+    template = with_template_metadata(template, "annotations", inherited_annotations(component, dgd))
+    template = with_template_metadata(template, "labels", labels)
+    return structs.replace(component, pod_template=template or None)
+
+
+def inherited_annotations(component: ComponentSpec, dgd: DynamoGraphDeployment) -> dict[str, str]:
+    """The pod-template annotations ``apply_template_defaults`` gives the component: its own, then,
+    where it sets none, the DGD annotations upstream propagates and the graph's ``spec.annotations``."""
+    annotations = template_metadata(component.pod_template or {}, "annotations")
     graph_annotations = dgd.metadata.annotations or {}
     for key in PROPAGATED_ANNOTATIONS:
         if key in graph_annotations:
             annotations.setdefault(key, graph_annotations[key])
     for key, value in (dgd.spec.annotations or {}).items():
         annotations.setdefault(key, value)
-    labels = template_metadata(template, "labels")
-    for key, value in (dgd.spec.labels or {}).items():
-        labels.setdefault(key, value)
-    template = with_template_metadata(template, "annotations", annotations)
-    template = with_template_metadata(template, "labels", labels)
-    return structs.replace(component, pod_template=template or None)
+    return annotations
 
 
 def _detected(component: ComponentSpec, path: str) -> str | None:
