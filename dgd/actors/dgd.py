@@ -66,6 +66,7 @@ from dgd.domain.admission.defaulting import WORKLOAD_PROVIDER, default_in_memory
 from dgd.domain.admission.errors import FieldError
 from dgd.domain.admission.validation import validate_create
 from dgd.domain.events import INTERNAL_ERROR, EventRecord, reconcile_error
+from dgd.domain.orchestrators import grove_disabled
 from dgd.domain.preflight import checkpoint_preflight
 from dgd.domain.projection import (
     FAILED_TO_HANDLE_FINALIZER,
@@ -262,7 +263,7 @@ class DGDActor(Reconciler):
         return Outcome.DONE
 
     def _validate(self, dgd: DynamoGraphDeployment) -> list[str]:
-        grove = self._config.orchestrators.grove.enabled is True
+        grove = not grove_disabled(self._config)
         defaulted = default_in_memory(dgd, grove_enabled=grove)
         # Checked as a create, except the rule that a create has no restart request yet.
         checked = structs.replace(defaulted, spec=structs.replace(defaulted.spec, restart=None))
@@ -281,7 +282,7 @@ class DGDActor(Reconciler):
             dgd,
             podcliquesets=podcliquesets,
             component_deployments=[d.metadata for d in await self._reader.controlled_by(DCD, namespace, uid)],
-            grove_enabled=self._config.orchestrators.grove.enabled is True,
+            grove_enabled=not grove_disabled(self._config),
         )
 
     async def _program(self, provider: str) -> Program:
