@@ -33,7 +33,7 @@ from dgd.daemon.admission import WebhookService
 from dgd.daemon.registration import WebhookSettings, configurations, conversion_patch
 from dgd.domain.admission.webhooks import AdmissionSettings
 from dgd.messages.config import CheckpointConfig
-from dgd.sim.clock import backend_options
+from tests.unit.daemon.virtual_time import VIRTUAL
 
 pytestmark = pytest.mark.anyio
 
@@ -168,7 +168,8 @@ def signed_by_one_of(cert: x509.Certificate, bundle: bytes) -> bool:
     return False
 
 
-@pytest.mark.parametrize("anyio_backend", [("asyncio", backend_options(virtual=True))])
+@pytest.mark.parametrize("anyio_backend", [VIRTUAL])
+@pytest.mark.usefixtures("threads_stop_the_clock")
 async def test_a_ca_rotation_registers_old_and_new_together_so_every_served_certificate_stays_trusted(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
