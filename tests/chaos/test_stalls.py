@@ -110,21 +110,39 @@ def test_a_campaign_tells_its_stalls_apart_and_its_report_stays_the_same_bytes(
 
 
 def test_the_chaos_command_prints_the_stalls_apart_and_leaves_them_out_of_the_json_report(
-    held: _Held, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    held: _Held, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # given ensuring the shared resources holds the loop 0.3 s each time, counted
+    ensure = SharedResources.receive
+    held_steps: list[EnsureShared] = []
+
+    async def slow_ensure(self: SharedResources, message: EnsureShared) -> SharedEnsured | StepFailed:
+        held_steps.append(message)
+        held.hold(0.3)
+        return await ensure(self, message)
+
+    monkeypatch.setattr(SharedResources, "receive", slow_ensure)
     report = tmp_path / "report.json"
 
     # when a one-seed campaign runs from the command line
     options = ["--seeds", "1", "--dgds", "1", "--plan", "random", "--report", str(report)]
     code = main(["chaos", *options, "--examples", str(AGG)])
 
-    # then the summary is followed by the stalls (none: no step held the loop), in a section of its
-    # own, and the JSON report has no trace of them
+    # then the summary is followed by the stalls in a section of its own: all counted, the ten
+    # longest listed with their time, schedule and actor, and the rest summed up
     assert code == 0
     summary, section = capsys.readouterr().out.split("\n\n")
     assert summary.startswith("chaos: 1 seed from 0")
-    assert section == (
-        "event-loop stalls (wall time: not in the report, differs from run to run), over 0.1s: none\n"
+    assert len(held_steps) > 10
+    lines = section.splitlines()
+    assert lines[0] == (
+        "event-loop stalls (wall time: not in the report, differs from run to run), "
+        f"over 0.1s: {len(held_steps)}"
     )
+    shown = lines[1:11]
+    assert all(line.startswith("  0.300s  seed 0 ") and "/shared-resources, " in line for line in shown)
+    assert lines[11:] == [f"  and {len(held_steps) - 10} shorter ones"]
+    # and the JSON report has no trace of them
     written = msgspec.json.decode(report.read_bytes())
-    assert "violations" in written and "stall" not in report.read_text()
+    assert "violations" in written
+    assert "stall" not in report.read_text() and "shared-resources" not in report.read_text()

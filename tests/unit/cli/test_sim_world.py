@@ -20,6 +20,8 @@ from typing import Any
 import anyio
 import pytest
 import yaml
+from aiohttp import web
+from aiohttp.typedefs import Handler
 
 from dgd.actors.runtime import ActorSystem, LoopClock
 from dgd.actors.tree import operator_children
@@ -66,6 +68,19 @@ async def wait_for(check: Any, seconds: float) -> None:
     with anyio.fail_after(seconds):
         while not await check():
             await anyio.sleep(0.1)
+
+
+def _requests_to(facade: Facade) -> list[str]:
+    """The path of every request ``facade`` is sent from now on, in the order they came."""
+    paths: list[str] = []
+
+    @web.middleware
+    async def record(request: web.Request, handler: Handler) -> web.StreamResponse:
+        paths.append(request.path)
+        return await handler(request)
+
+    facade.app.middlewares.append(record)
+    return paths
 
 
 def _world(kubeconfig: Path, *flags: str) -> subprocess.Popen[str]:
@@ -130,9 +145,11 @@ async def test_sim_world_in_one_namespace_leaves_the_others_alone(tmp_path: Path
         }
         await server.create(POD, pod)
     kubeconfig = tmp_path / "kubeconfig"
-    async with serve(Facade(server, resources=RESOURCES)) as url:
+    facade = Facade(server, resources=RESOURCES)
+    requested = _requests_to(facade)
+    async with serve(facade) as url:
         write_kubeconfig(kubeconfig, url)
-        # when `sim world` runs for one of them
+        # when `sim world` runs for one of them, until it has started that namespace's pod
         world = _world(kubeconfig, "--namespace", "default")
         try:
 
@@ -141,8 +158,12 @@ async def test_sim_world_in_one_namespace_leaves_the_others_alone(tmp_path: Path
                 return (pod.get("status") or {}).get("phase") == "Running"
 
             await wait_for(started, 30)
-            await anyio.sleep(1.0)
-            # then only that namespace's pod was scheduled and started
+            # then every pod it read, watched or wrote was in that namespace
+            pod_requests = [path for path in requested if path.endswith("/pods") or "/pods/" in path]
+            assert pod_requests, requested
+            outside = [path for path in pod_requests if not path.startswith("/api/v1/namespaces/default/")]
+            assert outside == [], outside
+            # and the other namespace's pod was neither scheduled nor started
             other = await server.get(POD.key("elsewhere", "p"))
             assert "nodeName" not in other["spec"] and not (other.get("status") or {}).get("phase")
         finally:

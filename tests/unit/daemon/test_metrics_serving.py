@@ -22,6 +22,7 @@ from dgd.daemon.metrics_serving import SecureMetrics
 from dgd.daemon.servers import Server, metrics_app
 from tests.unit.daemon.harness import daemon, installed, running
 from tests.unit.daemon.reviews import OTHER, READER, ReviewingCluster, service_account
+from tests.unit.daemon.virtual_time import VIRTUAL
 
 pytestmark = pytest.mark.anyio
 
@@ -85,6 +86,8 @@ async def handshake(port: int, ca: bytes) -> bool:
     return True
 
 
+@pytest.mark.parametrize("anyio_backend", [VIRTUAL])
+@pytest.mark.usefixtures("threads_stop_the_clock")
 async def test_a_mounted_certificate_is_served_and_its_replacement_picked_up(tmp_path: Path) -> None:
     # given a certificate mounted in a folder, served by the metrics server
     first = made(time.time())
@@ -103,10 +106,11 @@ async def test_a_mounted_certificate_is_served_and_its_replacement_picked_up(tmp
         second = made(time.time())
         write(tmp_path, second)
 
-        # then the new one is served from the next reload on, and the old CA no longer verifies it
-        with anyio.fail_after(10):  # a guard against a hang
+        # then the new one is served from a reload on (virtual seconds), and the old CA no longer verifies it
+        with anyio.move_on_after(10) as waited:
             while not await handshake(server.port, second.ca_cert):
                 await anyio.sleep(0.05)
+        assert not waited.cancelled_caught, "the replacement was not served within 10 s of reloads"
         assert not await handshake(server.port, first.ca_cert)
         tg.cancel_scope.cancel()
 
@@ -122,6 +126,8 @@ async def test_a_mounted_certificate_that_cannot_be_read_fails_the_start_naming_
     assert str(tmp_path) in failed.value.strerror and "tls.crt" in failed.value.strerror
 
 
+@pytest.mark.parametrize("anyio_backend", [VIRTUAL])
+@pytest.mark.usefixtures("threads_stop_the_clock")
 async def test_the_operators_own_certificate_is_made_anew_once_two_thirds_of_its_life_has_passed() -> None:
     # given the metrics server's own certificate, made now
     now = [time.time()]
@@ -133,9 +139,10 @@ async def test_the_operators_own_certificate_is_made_anew_once_two_thirds_of_its
         tg.start_soon(secure.run)
         # when three quarters of its life have passed
         now[0] += 0.75 * (first.not_after - now[0])
-        # then another one is served (guarded against a hang)
-        with anyio.fail_after(10):
+        # then another one is served from a reload on (virtual seconds)
+        with anyio.move_on_after(10) as waited:
             while secure.certificate is first:
                 await anyio.sleep(0.01)
+        assert not waited.cancelled_caught, "no new certificate within 10 s of reloads"
         assert secure.certificate is not None and secure.certificate.cert != first.cert
         tg.cancel_scope.cancel()

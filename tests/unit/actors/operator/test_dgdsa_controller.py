@@ -173,11 +173,10 @@ async def test_a_storm_of_scale_writes_ends_at_the_last_value_without_flapping_b
                     if replicas is not None and (not taken or taken[-1] != replicas):
                         taken.append(replicas)
 
-        # when an autoscaler writes 100 distinct values within 20 seconds, the operator sometimes keeping up
+        # when an autoscaler writes 100 distinct values, half a second passing after about a third of them
         rng = random.Random(5)
         values = rng.sample(range(3, 1000), 100)
         written: list[int] = []
-        elapsed = 0.0
         async with anyio.create_task_group() as group:
             group.start_soon(follow, op.cluster.resource_version)
             await op.settle()
@@ -186,12 +185,10 @@ async def test_a_storm_of_scale_writes_ends_at_the_last_value_without_flapping_b
                 await autoscale(op.cluster, written[-1])
                 if rng.random() < 0.3:
                     await op.advance(0.5)
-                    elapsed += 0.5
             await op.settle()
             group.cancel_scope.cancel()
 
         # then the DGD ends at the last value written, and every value it took was written, in order
-        assert elapsed <= 20.0
         assert await worker_replicas(op) == written[-1]
         assert taken[-1] == written[-1]
         remaining = iter(written)
