@@ -4,9 +4,12 @@
 re-read): create, merge-patch with the observed resourceVersion (a concurrent change is a
 ``Conflict``, retried by the next reconcile from fresh state, with no event), or nothing. A create
 that finds the object already there (the cache was behind) syncs against the object as it is.
-Every effective write records its resource-mutation event right after it succeeded; any other
-refused write records a Warning and raises. What the server answered goes into the cache, so the
-next read is never older than the write.
+Every write that changed something records its resource-mutation event right after it succeeded:
+never one that changed nothing (a replace whose resourceVersion did not move), nor one that only
+rewrote the last-applied bookkeeping annotations; any other refused write records a Warning and
+raises. Every write a DGD's children make goes through here: create, sync, replace, merge patch of
+some fields, the scale subresource, delete, and delete of what an owner no longer keeps (prune).
+What the server answered goes into the cache, so the next read is never older than the write.
 
 Objects are written as raw JSON, so fields the operator does not model are never dropped.
 
@@ -137,12 +140,9 @@ class Syncer:
         # A conflict (changed since observed) is not an event: the next reconcile syncs from fresh state.
         call = self._cluster.patch(raw.key(namespace, name), plan.patch)
         result = await self._write("Update", resource, namespace, name, owner, call, quiet=(Conflict,))
-        if identity(result)[2] != identity(live_json)[2]:
-            what = (
-                ""
-                if plan.spec
-                else (f"repaired {' and '.join(plan.metadata)}" if plan.metadata else "bookkeeping")
-            )
+        # A patch that only rewrote the last-applied bookkeeping changed nothing anyone reads: no event.
+        if identity(result)[2] != identity(live_json)[2] and (plan.spec or plan.metadata):
+            what = "" if plan.spec else f"repaired {' and '.join(plan.metadata)}"
             await self._recorder.emit(owner, events.updated(resource.kind, namespace, name, what))
         return result
 
@@ -193,11 +193,13 @@ class Syncer:
         return fresh
 
     async def replace(self, resource: Resource[T], body: JSON, *, owner: DynamoGraphDeployment) -> T:
-        """Replace an object (``body`` carries the resourceVersion it was read at), with its event."""
-        namespace, name, _ = identity(body)
+        """Replace an object (``body`` carries the resourceVersion it was read at), with its event only
+        when the server's resourceVersion moved (a replace that changed nothing records nothing)."""
+        namespace, name, version = identity(body)
         call = self._cluster.replace(resource.as_raw(), body)
         result = await self._write("Update", resource, namespace, name, owner, call)
-        await self._recorder.emit(owner, events.updated(resource.kind, namespace, name))
+        if identity(result)[2] != version:
+            await self._recorder.emit(owner, events.updated(resource.kind, namespace, name))
         return result
 
     async def patch(
@@ -207,7 +209,7 @@ class Syncer:
         patch: JSON,
         *,
         owner: DynamoGraphDeployment,
-        why: str | None,
+        why: str | None = None,
         event: Announce[T] | None = None,
         observe: bool = True,
     ) -> T:
@@ -215,19 +217,20 @@ class Syncer:
         ``metadata.resourceVersion`` in ``patch`` makes it conditional on that version.
 
         The event (``Updated <Kind> <ns>/<name> (<why>)``, or what ``event`` makes of the patched
-        object) follows only a patch that moved the resourceVersion: a patch that found every field
-        as asked changed nothing and records nothing. ``NotFound`` (gone) and ``Conflict`` (changed
-        since the version the patch names) are raised without an event, for the caller to decide;
-        any other refusal records a Warning and is raised. The answer goes into the cache unless
-        ``observe`` is false: then the watch alone brings the change, for a change that must reach
-        the watch's listeners as news (a new generation of an object that wakes an actor).
+        object) follows every patch that moved the resourceVersion, and only those: a patch that
+        found every field as asked changed nothing and records nothing. ``NotFound`` (gone) and
+        ``Conflict`` (changed since the version the patch names) are raised without an event, for
+        the caller to decide; any other refusal records a Warning and is raised. The answer goes
+        into the cache unless ``observe`` is false: then the watch alone brings the change, for a
+        change that must reach the watch's listeners as news (a new generation of an object that
+        wakes an actor).
         """
         namespace, name, version = identity(live)
         call = self._cluster.patch(resource.as_raw().key(namespace, name), patch)
         result = await self._write(
             "Update", resource, namespace, name, owner, call, quiet=(Conflict, NotFound), observe=observe
         )
-        if identity(result)[2] != version and (why is not None or event is not None):
+        if identity(result)[2] != version:
             record = (
                 event(result)
                 if event is not None
@@ -241,7 +244,8 @@ class Syncer:
     ) -> tuple[int, str | None] | None:
         """Drive the scale subresource of the object ``key`` names to ``replicas``: the scale is read,
         and replaced at the resourceVersion read when its replicas differ (a concurrent change is a
-        ``Conflict``, raised without an event; any other refusal records a Warning and is raised).
+        ``Conflict``, raised without an event; any other refusal records a Warning and is raised). A
+        write records ``Updated <Kind> <ns>/<name> (scaled from <before> to <replicas> replicas)``.
 
         Returns the replicas before and the resourceVersion the write left, or ``None`` when nothing
         was written (already at ``replicas``, or no such object: not created yet, or gone). The answer
@@ -265,6 +269,8 @@ class Syncer:
             failed = events.write_failed("Update", key.resource.kind, key.namespace, key.name, str(error))
             await self._recorder.emit(owner, failed)
             raise
+        what = f"scaled from {before} to {replicas} replicas"
+        await self._recorder.emit(owner, events.updated(key.resource.kind, key.namespace, key.name, what))
         return before, written.metadata.resource_version
 
     async def _write(

@@ -196,7 +196,8 @@ class CheckpointStorage(Actor[ResolveCheckpoints | FinalizeCheckpoints]):
         controller = controller_of(live)
         if controller is None or controller.uid != reference["uid"]:
             patch = {"metadata": {"ownerReferences": [reference]}}
-            await self._syncer.patch(RESOURCE_CLAIM_TEMPLATE, live, patch, owner=owner, why=None)
+            why = "now controlled by its checkpoint"
+            await self._syncer.patch(RESOURCE_CLAIM_TEMPLATE, live, patch, owner=owner, why=why)
 
     def _backend(self, dgd: DynamoGraphDeployment) -> str:
         backend = graph_backend(dgd)
@@ -238,7 +239,9 @@ class CheckpointStorage(Actor[ResolveCheckpoints | FinalizeCheckpoints]):
             detached = {"metadata": {"ownerReferences": None, "labels": {GRAPH_NAME: None}}}
             for checkpoint in detach:
                 with contextlib.suppress(NotFound):
-                    await self._syncer.patch(CHECKPOINT, checkpoint, detached, owner=dgd, why=None)
+                    await self._syncer.patch(
+                        CHECKPOINT, checkpoint, detached, owner=dgd, why="detached from its DGD: retained"
+                    )
             for checkpoint in delete:
                 with contextlib.suppress(NotFound):
                     await self._syncer.delete(CHECKPOINT, checkpoint, owner=dgd, why="its DGD was deleted")

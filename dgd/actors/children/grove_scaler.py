@@ -6,9 +6,10 @@ subresource only: a replica edit never touches the PodCliqueSet spec, so it neve
 child Grove has not created yet is skipped (its creation will nudge the DGD again). The cached
 child answers "already there" without an API call; otherwise ``Syncer.scale`` reads the scale and,
 when it differs, replaces it at the resourceVersion read (a concurrent change is a conflict,
-retried). The answer says what the write did to each child (``ScaleChange.child``), so that the
-readiness read of the same reconcile sees it unprocessed; the scaler reads the shared cache and
-never writes it.
+retried), and records ``Update<Kind>`` "… (scaled from A to B replicas)" on the DGD (upstream
+records none, ``docs/decisions.md``). The answer says what the write did to each child
+(``ScaleChange.child``), so that the readiness read of the same reconcile sees it unprocessed; the
+scaler reads the shared cache and never writes it.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ It answers two requests of the Component program, each one step of §8:
   instead (§12.7). The answer names the new generation's hash and what each worker component's
   generations look like, which the program renders the DCDs from.
 * ``ScaleOld`` (step 5, after the DCDs are synced): patches the replicas of the old worker DCDs to
-  their share of the old target (§12.5); a merge patch with no event.
+  their share of the old target (§12.5): a merge patch, with an ``Update`` event (upstream records
+  none; ``docs/decisions.md``).
 
 The actor keeps one thing between reconciles: when the rollout last made visible progress, which
 the progress deadline is measured from. A restarted actor starts that clock again (a restart can
@@ -309,8 +310,9 @@ class Rollout(Actor[AdvanceRollout | ScaleOld]):
                 if live is None:
                     continue
                 patch = {"spec": {"replicas": shares[dcd.name]}}
+                why = f"old worker generation scaled from {dcd.replicas} to {shares[dcd.name]} replicas"
                 try:
-                    await self._syncer.patch(DCD, live, patch, owner=owner, why=None)
+                    await self._syncer.patch(DCD, live, patch, owner=owner, why=why)
                 except NotFound:
                     continue
                 except ClusterError as error:

@@ -149,7 +149,7 @@ class ScalingAdapters(Actor[ReconcileAdapters]):
         # A new dgdRef must reach the router as a new generation (it wakes the adapter's actor): the
         # watch, not the cache, brings that one.
         written = await self._syncer.patch(
-            DGDSA, live, patch, owner=owner, why=None, event=updated, observe="spec" not in patch
+            DGDSA, live, patch, owner=owner, event=updated, observe="spec" not in patch
         )
         return written.metadata.resource_version != live.metadata.resource_version
 

@@ -16,6 +16,7 @@ from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.memory.faults import Fail
 from dgd.cluster.resources import CONFIG_MAP, DGD, PCLQ, SERVICE
 from dgd.domain.events import EventRecord
+from dgd.domain.sync import LAST_APPLIED_HASH
 from dgd.messages.dgd import DynamoGraphDeployment
 from dgd.messages.meta import identity
 
@@ -102,6 +103,10 @@ async def test_scale_replaces_the_scale_subresource_and_says_from_how_many(world
     live = await world.cluster.get(PCLQ.key(NS, "demo-0-worker"))
     assert written == (1, live.metadata.resource_version)
     assert live.spec.replicas == 3
+    # and one event says so
+    assert world.recorder.notes() == [
+        ("Normal", "UpdatePodClique", "Updated PodClique team-a/demo-0-worker (scaled from 1 to 3 replicas)")
+    ]
 
 
 async def test_scale_writes_nothing_for_an_object_already_at_its_replicas(world: World) -> None:
@@ -340,3 +345,85 @@ async def test_watches_only_a_kind_whose_informer_listed_it(world: World) -> Non
     assert reader.watches(CONFIG_MAP)
     assert not reader.watches(DGD)
     assert not reader.watches(SERVICE)
+
+
+# the event rules of sync and replace
+
+
+def rendered(name: str, value: str) -> dict[str, Any]:
+    """A ConfigMap as a DGD renders it."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": NS, "labels": {"app": "demo"}},
+        "data": {"a": value},
+    }
+
+
+async def test_a_sync_that_only_rewrites_the_bookkeeping_records_nothing(world: World) -> None:
+    # given a child synced once, whose last-applied hash someone removed (its data still as desired)
+    await world.syncer.sync(CONFIG_MAP, rendered("demo-config", "1"), None, owner=world.dgd)
+    key = CONFIG_MAP.key(NS, "demo-config")
+    live = await world.cluster.patch(key, {"metadata": {"annotations": {LAST_APPLIED_HASH: None}}})
+    world.recorder.records.clear()
+
+    # when it is synced again
+    synced = await world.syncer.sync(CONFIG_MAP, rendered("demo-config", "1"), live, owner=world.dgd)
+
+    # then the bookkeeping was written back, and no event claims an update
+    assert LAST_APPLIED_HASH in synced["metadata"]["annotations"]
+    assert identity(synced)[2] != identity(live)[2]
+    assert world.recorder.records == []
+
+
+async def test_a_sync_that_changes_the_child_records_one_update(world: World) -> None:
+    # given a child synced once
+    created = await world.syncer.sync(CONFIG_MAP, rendered("demo-config", "1"), None, owner=world.dgd)
+    live = await world.cluster.get(CONFIG_MAP.key(NS, identity(created)[1]))
+    world.recorder.records.clear()
+
+    # when the DGD renders it with other data
+    synced = await world.syncer.sync(CONFIG_MAP, rendered("demo-config", "2"), live, owner=world.dgd)
+
+    # then it was updated, with one event
+    assert synced["data"] == {"a": "2"}
+    assert world.recorder.notes() == [("Normal", "UpdateConfigMap", "Updated ConfigMap team-a/demo-config")]
+
+
+async def test_a_sync_that_repairs_a_label_says_so(world: World) -> None:
+    # given a child synced once, whose label someone removed
+    await world.syncer.sync(CONFIG_MAP, rendered("demo-config", "1"), None, owner=world.dgd)
+    key = CONFIG_MAP.key(NS, "demo-config")
+    live = await world.cluster.patch(key, {"metadata": {"labels": {"app": None}}})
+    world.recorder.records.clear()
+
+    # when it is synced again
+    await world.syncer.sync(CONFIG_MAP, rendered("demo-config", "1"), live, owner=world.dgd)
+
+    # then the repair was recorded
+    assert world.recorder.notes() == [
+        ("Normal", "UpdateConfigMap", "Updated ConfigMap team-a/demo-config (repaired labels)")
+    ]
+
+
+async def test_a_replace_that_changes_nothing_records_nothing(world: World) -> None:
+    # given a ConfigMap
+    live = await world.config_map("demo-config")
+
+    # when it is replaced as it is
+    written = await world.syncer.replace(CONFIG_MAP, live, owner=world.dgd)
+
+    # then the version did not move and no event claims an update
+    assert identity(written)[2] == identity(live)[2]
+    assert world.recorder.records == []
+
+
+async def test_a_replace_that_changes_the_object_records_one_update(world: World) -> None:
+    # given a ConfigMap
+    live = await world.config_map("demo-config")
+
+    # when it is replaced with other data
+    await world.syncer.replace(CONFIG_MAP, {**live, "data": {"a": "2"}}, owner=world.dgd)
+
+    # then one event says it was updated
+    assert world.recorder.notes() == [("Normal", "UpdateConfigMap", "Updated ConfigMap team-a/demo-config")]
