@@ -30,7 +30,7 @@ from dgd.actors.shelf import Shelf, controller_uid
 from dgd.cluster.errors import NotFound
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import ObjectKey, Resource
-from dgd.messages.meta import identity
+from dgd.messages.meta import identity, labels_of
 
 T = TypeVar("T")
 
@@ -353,3 +353,30 @@ class Reader:
         if self._answers(resource):
             return self._cache.list(resource, namespace)
         return (await self._cluster.list(resource, namespace=namespace)).items
+
+    # Reads some children need besides the above (read-only: nothing here writes the cache).
+
+    def watches(self, resource: Resource[Any]) -> bool:
+        """Whether the cache answers every read of ``resource``, "not found" included (a watched kind
+        whose informer finished its first list): a ``get`` of it then never reaches the API."""
+        return self._answers(resource)
+
+    async def fresh(self, key: ObjectKey[T]) -> T:
+        """The object as the API server has it now, past the cache (``NotFound`` when it does not
+        exist): for a reader that knows the cache is behind (its create found the object there)."""
+        return await self._cluster.get(key)
+
+    async def labelled(
+        self, resource: Resource[T], namespace: str, labels: Mapping[str, str], *, fresh: bool = False
+    ) -> builtins.list[T]:
+        """Objects of ``resource`` in ``namespace`` that carry every label of ``labels``: from the cache
+        when it holds the kind, else (or when ``fresh``: a decision that must not rest on a cache that
+        may be behind) one list of the API with that label selector."""
+        if self._cache.caches(resource) and not fresh:
+            return [
+                obj
+                for obj in self._cache.list(resource, namespace)
+                if all(labels_of(obj).get(k) == v for k, v in labels.items())
+            ]
+        selector = ",".join(f"{key}={value}" for key, value in labels.items())
+        return (await self._cluster.list(resource, namespace=namespace, label_selector=selector)).items

@@ -304,14 +304,13 @@ class DGDActor(Reconciler):
         return await self._child(
             "checkpoint-storage",
             lambda: CheckpointStorage(
-                cluster=self._cluster, reader=self._reader, syncer=self._syncer, recorder=self._recorder,
-                config=self._config,
+                reader=self._reader, syncer=self._syncer, recorder=self._recorder, config=self._config,
             ),
         )  # fmt: skip
 
     async def _program_parts(self) -> ProgramParts:
         """What both programs are built with: the shared collaborators and the children both ask."""
-        reader, syncer, recorder = self._reader, self._syncer, self._recorder
+        reader, syncer = self._reader, self._syncer
         shared = await self._child(
             "shared-resources",
             lambda: SharedResources(reader=reader, syncer=syncer, config=self._config, keys=self._keys),
@@ -320,7 +319,7 @@ class DGDActor(Reconciler):
         restart = await self._child("restart", lambda: RestartResolver(reader=reader))
         adapters = await self._child(
             "scaling-adapters",
-            lambda: ScalingAdapters(cluster=self._cluster, reader=reader, recorder=recorder),
+            lambda: ScalingAdapters(reader=reader, syncer=syncer),
         )
         return ProgramParts(
             config=self._config, reader=reader, syncer=syncer, now=self._now, shared_resources=shared,
@@ -331,7 +330,7 @@ class DGDActor(Reconciler):
         rollout = await self._child(
             "rollout",
             lambda: Rollout(
-                cluster=self._cluster, reader=self._reader, syncer=self._syncer, dgd_writer=self._dgd_writer,
+                reader=self._reader, syncer=self._syncer, dgd_writer=self._dgd_writer,
                 recorder=self._recorder,
             ),
         )  # fmt: skip
@@ -345,7 +344,7 @@ class DGDActor(Reconciler):
     async def _grove_program(self) -> Program:
         parts = await self._program_parts()
         scaler = await self._child(
-            "grove-scaler", lambda: GroveScaler(cluster=self._cluster, reader=self._reader)
+            "grove-scaler", lambda: GroveScaler(reader=self._reader, syncer=self._syncer)
         )
         return GroveProgram(
             dgd_writer=self._dgd_writer,

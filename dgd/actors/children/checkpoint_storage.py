@@ -22,7 +22,6 @@ from dgd.actors.recorder import Recorder
 from dgd.actors.runtime import Actor, Request
 from dgd.actors.sync import Syncer, owner_reference
 from dgd.cluster.errors import AlreadyExists, ClusterError, NotFound
-from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import CHECKPOINT, PVC, RESOURCE_CLAIM_TEMPLATE
 from dgd.domain.checkpoint import (
     CheckpointInfo,
@@ -89,10 +88,7 @@ class FinalizeCheckpoints(Request[CheckpointsFinalized | StepFailed], frozen=Tru
 class CheckpointStorage(Actor[ResolveCheckpoints | FinalizeCheckpoints]):
     """The only writer of a DGD's checkpoint storage PVC and automatic DynamoCheckpoints."""
 
-    def __init__(
-        self, *, cluster: Cluster, reader: Reader, syncer: Syncer, recorder: Recorder, config: OperatorConfig
-    ) -> None:
-        self._cluster = cluster
+    def __init__(self, *, reader: Reader, syncer: Syncer, recorder: Recorder, config: OperatorConfig) -> None:
         self._reader = reader
         self._syncer = syncer
         self._recorder = recorder
@@ -180,7 +176,7 @@ class CheckpointStorage(Actor[ResolveCheckpoints | FinalizeCheckpoints]):
             except AlreadyExists:
                 live = None
             if live is None:
-                live = await self._cluster.get(CHECKPOINT.key(namespace, auto_name(identifier)))
+                live = await self._reader.fresh(CHECKPOINT.key(namespace, auto_name(identifier)))
         if gms_spec(component, config) is not None:
             await self._job_claim_template(component, identifier, live, owner)
         return info_from(
@@ -201,8 +197,9 @@ class CheckpointStorage(Actor[ResolveCheckpoints | FinalizeCheckpoints]):
         reference = controller_reference(checkpoint)
         controller = controller_of(live)
         if controller is None or controller.uid != reference["uid"]:
-            key = RESOURCE_CLAIM_TEMPLATE.key(namespace, desired["metadata"]["name"])
-            await self._cluster.patch(key, {"metadata": {"ownerReferences": [reference]}})
+            patch = {"metadata": {"ownerReferences": [reference]}}
+            why = "now controlled by its checkpoint"
+            await self._syncer.patch(RESOURCE_CLAIM_TEMPLATE, live, patch, owner=owner, why=why)
 
     def _backend(self, dgd: DynamoGraphDeployment) -> str:
         backend = graph_backend(dgd)
@@ -232,11 +229,7 @@ class CheckpointStorage(Actor[ResolveCheckpoints | FinalizeCheckpoints]):
         namespace = dgd.metadata.namespace or ""
         name = dgd.metadata.name or ""
         try:
-            listed = (
-                await self._cluster.list(
-                    CHECKPOINT, namespace=namespace, label_selector=f"{GRAPH_NAME}={name}"
-                )
-            ).items
+            listed = await self._reader.labelled(CHECKPOINT, namespace, {GRAPH_NAME: name}, fresh=True)
         except NotFound:
             return CheckpointsFinalized()  # the cluster does not serve DynamoCheckpoints
         except ClusterError as error:
@@ -245,11 +238,11 @@ class CheckpointStorage(Actor[ResolveCheckpoints | FinalizeCheckpoints]):
         # Each checkpoint on its own: one already gone (NotFound) is done, and the others still follow
         # their policy (a Retain checkpoint left attached would be garbage collected with the DGD).
         try:
+            detached = {"metadata": {"ownerReferences": None, "labels": {GRAPH_NAME: None}}}
             for checkpoint in detach:
-                key = CHECKPOINT.key(namespace, checkpoint["metadata"]["name"])
                 with contextlib.suppress(NotFound):
-                    await self._cluster.patch(
-                        key, {"metadata": {"ownerReferences": None, "labels": {GRAPH_NAME: None}}}
+                    await self._syncer.patch(
+                        CHECKPOINT, checkpoint, detached, owner=dgd, why="detached from its DGD: retained"
                     )
             for checkpoint in delete:
                 with contextlib.suppress(NotFound):

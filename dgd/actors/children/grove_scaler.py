@@ -4,10 +4,12 @@ For every component it drives the PodClique (or, for a component Grove scales as
 PodCliqueScalingGroup) ``<pcs>-0-<component>`` to the component's replicas, through the scale
 subresource only: a replica edit never touches the PodCliqueSet spec, so it never rolls pods. A
 child Grove has not created yet is skipped (its creation will nudge the DGD again). The cached
-child answers "already there" without an API call; otherwise the scale is read and, when it
-differs, replaced at the resourceVersion read (a concurrent change is a conflict, retried). The
-answer says what the write did to each child (``ScaleChange.child``), so that the readiness read of the
-same reconcile sees it unprocessed; the scaler reads the shared cache and never writes it.
+child answers "already there" without an API call; otherwise ``Syncer.scale`` reads the scale and,
+when it differs, replaces it at the resourceVersion read (a concurrent change is a conflict,
+retried), and records ``Update<Kind>`` "… (scaled from A to B replicas)" on the DGD (upstream
+records none, ``docs/decisions.md``). The answer says what the write did to each child
+(``ScaleChange.child``), so that the readiness read of the same reconcile sees it unprocessed; the
+scaler reads the shared cache and never writes it.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ import msgspec
 from dgd.actors.cache import Reader
 from dgd.actors.children.step_failed import StepFailed
 from dgd.actors.runtime import Actor, Request
-from dgd.cluster.errors import ClusterError, NotFound
-from dgd.cluster.protocol import Cluster
+from dgd.actors.sync import Syncer
+from dgd.cluster.errors import ClusterError
 from dgd.cluster.resources import PCLQ, PCSG, ObjectKey
 from dgd.domain.readiness import child_name
 from dgd.domain.roles import uses_pcsg
@@ -56,9 +58,9 @@ class Scale(Request[Scaled | StepFailed], frozen=True):
 class GroveScaler(Actor[Scale]):
     """Answers ``Scale``; the only writer of Grove children's replicas."""
 
-    def __init__(self, *, cluster: Cluster, reader: Reader) -> None:
-        self._cluster = cluster
+    def __init__(self, *, reader: Reader, syncer: Syncer) -> None:
         self._reader = reader
+        self._syncer = syncer
 
     async def receive(self, message: Scale) -> Scaled | StepFailed:
         dgd = message.dgd
@@ -71,39 +73,32 @@ class GroveScaler(Actor[Scale]):
             resource: Any = PCSG if uses_pcsg(component) else PCLQ
             key: ObjectKey[Any] = resource.key(namespace, child_name(dgd, component))
             try:
-                change = await self._scale(key, target)
+                change = await self._scale(key, target, dgd)
             except ClusterError as error:
                 return StepFailed(f"failed to scale {resource.kind} {key.name} to {target}: {error}")
             if change is not None:
                 changes.append(ScaleChange(component.name, resource.kind, key.name, *change))
         return Scaled(tuple(changes))
 
-    async def _scale(self, key: ObjectKey[Any], target: int) -> tuple[int, int, Any] | None:
+    async def _scale(
+        self, key: ObjectKey[Any], target: int, owner: DynamoGraphDeployment
+    ) -> tuple[int, int, Any] | None:
         if target < 0:
             raise ValueError(f"negative replicas {target} for {key}")
-        cache = self._reader.cache
-        watched = cache.caches(key.resource) and cache.synced(key.resource)
-        cached = cache.get(key.resource, key.namespace, key.name) if watched else None
-        if watched and cached is None:
-            return None  # not created yet (or its creation not seen yet: that event nudges the DGD)
-        if cached is not None and cached.spec.replicas == target:
+        cached: Any = None
+        if self._reader.watches(key.resource):
+            cached = await self._reader.get(key)
+            if cached is None:
+                return None  # not created yet (or its creation not seen yet: that event nudges the DGD)
+            if cached.spec.replicas == target:
+                return None
+        written = await self._syncer.scale(key, target, owner=owner)
+        if written is None:
             return None
-        try:
-            scale = await self._cluster.get_scale(key)
-        except NotFound:
-            return None
-        before = scale.spec.replicas
-        if before == target:
-            return None
-        try:
-            written = await self._cluster.replace_scale(
-                key, msgspec.structs.replace(scale, spec=msgspec.structs.replace(scale.spec, replicas=target))
-            )
-        except NotFound:
-            return None
+        before, resource_version = written
         # The answer is a Scale, not the child: say what the write did to it, so that this reconcile's
         # readiness sees the child unprocessed by Grove rather than the cached, ready, old one.
-        after = _scaled(cached, target, written.metadata.resource_version) if cached is not None else None
+        after = _scaled(cached, target, resource_version) if cached is not None else None
         return before, target, after
 
 

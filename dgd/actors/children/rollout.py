@@ -9,7 +9,8 @@ It answers two requests of the Component program, each one step of §8:
   instead (§12.7). The answer names the new generation's hash and what each worker component's
   generations look like, which the program renders the DCDs from.
 * ``ScaleOld`` (step 5, after the DCDs are synced): patches the replicas of the old worker DCDs to
-  their share of the old target (§12.5); a merge patch with no event.
+  their share of the old target (§12.5): a merge patch, with an ``Update`` event (upstream records
+  none; ``docs/decisions.md``).
 
 The actor keeps one thing between reconciles: when the rollout last made visible progress, which
 the progress deadline is measured from. A restarted actor starts that clock again (a restart can
@@ -30,7 +31,6 @@ from dgd.actors.recorder import Recorder
 from dgd.actors.runtime import Actor, Request
 from dgd.actors.sync import Syncer
 from dgd.cluster.errors import ClusterError, NotFound
-from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import DCD, POD
 from dgd.domain.events import EventRecord
 from dgd.domain.metadata_keys import GRAPH_NAME, SELECTOR, WORKER_HASH
@@ -98,10 +98,11 @@ class OldScaled(msgspec.Struct, frozen=True):
 
 class ScaleOld(Request[OldScaled | StepFailed], frozen=True):
     """Step 5: drive the old worker DCDs of ``components`` (in ``namespace``) to their share of the
-    old targets."""
+    old targets; ``owner`` is the DGD the writes are recorded on."""
 
     namespace: str
     components: tuple[Generations, ...]
+    owner: DynamoGraphDeployment
 
 
 def observe(dcd: DynamoComponentDeployment) -> WorkerDCD | None:
@@ -131,10 +132,7 @@ def observe(dcd: DynamoComponentDeployment) -> WorkerDCD | None:
 class Rollout(Actor[AdvanceRollout | ScaleOld]):
     """Owns a DGD's worker-hash annotations and the replicas of its old worker generations."""
 
-    def __init__(
-        self, *, cluster: Cluster, reader: Reader, syncer: Syncer, dgd_writer: DGDWriter, recorder: Recorder
-    ) -> None:
-        self._cluster = cluster
+    def __init__(self, *, reader: Reader, syncer: Syncer, dgd_writer: DGDWriter, recorder: Recorder) -> None:
         self._reader = reader
         self._syncer = syncer
         self._dgd_writer = dgd_writer
@@ -143,7 +141,7 @@ class Rollout(Actor[AdvanceRollout | ScaleOld]):
 
     async def receive(self, message: AdvanceRollout | ScaleOld) -> RolloutAdvanced | OldScaled | StepFailed:
         if isinstance(message, ScaleOld):
-            return await self._scale_old(message.namespace, message.components)
+            return await self._scale_old(message.namespace, message.components, message.owner)
         return await self._prepare(message)
 
     # Step 1.
@@ -274,15 +272,10 @@ class Rollout(Actor[AdvanceRollout | ScaleOld]):
     async def _pods(self, dgd: DynamoGraphDeployment) -> list[tuple[str, bool]]:
         """``(selector label, terminal)`` of every pod of this DGD's DCDs."""
         namespace = dgd.metadata.namespace or ""
-        if self._reader.cache.caches(POD):
-            listed = self._reader.cache.list(POD, namespace)
-        else:
-            selector = f"{GRAPH_NAME}={dgd.metadata.name}"
-            listed = (await self._cluster.list(POD, namespace=namespace, label_selector=selector)).items
         out: list[tuple[str, bool]] = []
-        for pod in listed:
+        for pod in await self._reader.labelled(POD, namespace, {GRAPH_NAME: dgd.metadata.name or ""}):
             labels = (pod.get("metadata") or {}).get("labels") or {}
-            if labels.get(GRAPH_NAME) != dgd.metadata.name or SELECTOR not in labels:
+            if SELECTOR not in labels:
                 continue
             phase = (pod.get("status") or {}).get("phase")
             out.append((str(labels[SELECTOR]), phase in ("Succeeded", "Failed")))
@@ -301,7 +294,9 @@ class Rollout(Actor[AdvanceRollout | ScaleOld]):
 
     # Step 5.
 
-    async def _scale_old(self, namespace: str, components: Sequence[Generations]) -> OldScaled | StepFailed:
+    async def _scale_old(
+        self, namespace: str, components: Sequence[Generations], owner: DynamoGraphDeployment
+    ) -> OldScaled | StepFailed:
         wanted: dict[str, int] = {}
         for generations in components:
             _, old_target = targets(generations)
@@ -310,15 +305,17 @@ class Rollout(Actor[AdvanceRollout | ScaleOld]):
             for dcd in generations.old:
                 if dcd.deleting or shares[dcd.name] == dcd.replicas:
                     continue
+                live = await self._reader.get(DCD.key(namespace, dcd.name))
+                if live is None:
+                    continue
+                patch = {"spec": {"replicas": shares[dcd.name]}}
+                why = f"old worker generation scaled from {dcd.replicas} to {shares[dcd.name]} replicas"
                 try:
-                    written = await self._cluster.patch(
-                        DCD.key(namespace, dcd.name), {"spec": {"replicas": shares[dcd.name]}}
-                    )
+                    await self._syncer.patch(DCD, live, patch, owner=owner, why=why)
                 except NotFound:
                     continue
                 except ClusterError as error:
                     return StepFailed(f"failed to scale old worker DCD {dcd.name}: {error}")
-                self._reader.cache.observe(DCD, written)
         return OldScaled(wanted)
 
 

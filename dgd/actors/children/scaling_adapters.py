@@ -11,9 +11,10 @@ For each component, in order:
   (our departure from upstream, dgd-domain §21 item 5).
 
 Then the orphan sweep: adapters labelled with this DGD's name and controlled by it whose component
-is gone are deleted. Every write records its event on the DGD right after it succeeded (related
-object: the adapter): ``AdapterCreated``, ``AdapterUpdated`` (only when the patch changed something),
-``AdapterDeleted``; nothing for a no-op. An API error answers ``StepFailed`` naming the adapter.
+is gone are deleted. Every write goes through the ``Syncer``, which records its event on the DGD
+right after it succeeded (related object: the adapter): ``AdapterCreated``, ``AdapterUpdated`` (only
+when the patch changed something), ``AdapterDeleted``; nothing for a no-op. An API error answers
+``StepFailed`` naming the adapter.
 """
 
 from __future__ import annotations
@@ -24,11 +25,9 @@ import msgspec
 
 from dgd.actors.cache import Reader
 from dgd.actors.children.step_failed import StepFailed
-from dgd.actors.recorder import Recorder
 from dgd.actors.runtime import Actor, Request
-from dgd.actors.sync import decode, owner_reference
-from dgd.cluster.errors import AlreadyExists, ClusterError, NotFound
-from dgd.cluster.protocol import Cluster, Preconditions
+from dgd.actors.sync import Syncer, owner_reference
+from dgd.cluster.errors import ClusterError
 from dgd.cluster.resources import DGDSA
 from dgd.domain.adapters import (
     ForeignController,
@@ -71,10 +70,9 @@ class ReconcileAdapters(Request[AdaptersReconciled | StepFailed], frozen=True):
 class ScalingAdapters(Actor[ReconcileAdapters]):
     """Answers ``ReconcileAdapters``; creates, repairs and deletes a DGD's adapters, never their replicas."""
 
-    def __init__(self, *, cluster: Cluster, reader: Reader, recorder: Recorder) -> None:
-        self._cluster = cluster
+    def __init__(self, *, reader: Reader, syncer: Syncer) -> None:
         self._reader = reader
-        self._recorder = recorder
+        self._syncer = syncer
 
     async def receive(self, message: ReconcileAdapters) -> AdaptersReconciled | StepFailed:
         dgd, owner = message.dgd, message.owner
@@ -122,7 +120,7 @@ class ScalingAdapters(Actor[ReconcileAdapters]):
             if await self._create(dgd, component, owner):
                 return "created"
             # The cache was behind: an adapter of that name exists already.
-            live = await self._fresh(dgd.metadata.namespace, name)
+            live = await self._syncer.refresh(DGDSA.key(dgd.metadata.namespace, name))
             if live is None:
                 return None  # deleted meanwhile: the next reconcile creates it
         return "updated" if await self._repair(live, component, owner) else None
@@ -132,53 +130,29 @@ class ScalingAdapters(Actor[ReconcileAdapters]):
     ) -> bool:
         """Create the adapter, seeding its replicas; ``False`` when one of that name exists already."""
         body = adapter_body(dgd, component, owner_reference(owner))
-        try:
-            written = await self._cluster.create(DGDSA.as_raw(), body)
-        except AlreadyExists:
-            return False
-        adapter = decode(DGDSA, written)
-        self._reader.cache.observe(DGDSA, adapter)
-        await self._recorder.emit(
-            owner, adapter_created(adapter.metadata.name or "", component.name, adapter_reference(adapter))
-        )
-        return True
 
-    async def _fresh(self, namespace: str | None, name: str) -> Adapter | None:
-        """The adapter as the server has it now (``None``: gone)."""
-        try:
-            fresh = await self._cluster.get(DGDSA.key(namespace, name))
-        except NotFound:
-            return None
-        self._reader.cache.observe(DGDSA, fresh)
-        return fresh
+        def created(adapter: Adapter) -> EventRecord:
+            return adapter_created(adapter.metadata.name or "", component.name, adapter_reference(adapter))
+
+        return await self._syncer.create(DGDSA, body, owner=owner, event=created) is not None
 
     async def _repair(self, live: Adapter, component: ComponentSpec, owner: DynamoGraphDeployment) -> bool:
         """Patch identity drift (never replicas); ``True`` when the server changed the adapter."""
         patch = adapter_patch(live, owner.metadata.name or "", component.name, owner_reference(owner))
         if patch is None:
             return False
-        key = DGDSA.as_raw().key(live.metadata.namespace, live.metadata.name or "")
-        written = decode(DGDSA, await self._cluster.patch(key, patch))
-        if "spec" not in patch:
-            # A new dgdRef must reach the router as a new generation (it wakes the adapter's actor).
-            self._reader.cache.observe(DGDSA, written)
-        if written.metadata.resource_version == live.metadata.resource_version:
-            return False
-        await self._recorder.emit(
-            owner, adapter_updated(key.name, component.name, adapter_reference(written))
+        name = live.metadata.name or ""
+
+        def updated(adapter: Adapter) -> EventRecord:
+            return adapter_updated(name, component.name, adapter_reference(adapter))
+
+        # A new dgdRef must reach the router as a new generation (it wakes the adapter's actor): the
+        # watch, not the cache, brings that one.
+        written = await self._syncer.patch(
+            DGDSA, live, patch, owner=owner, event=updated, observe="spec" not in patch
         )
-        return True
+        return written.metadata.resource_version != live.metadata.resource_version
 
     async def _delete(self, live: Adapter, owner: DynamoGraphDeployment, event: EventRecord) -> bool:
         """Delete that very adapter (uid precondition); ``False`` when it was gone already."""
-        namespace, name = live.metadata.namespace, live.metadata.name or ""
-        try:
-            await self._cluster.delete(
-                DGDSA.key(namespace, name), preconditions=Preconditions(uid=live.metadata.uid)
-            )
-        except NotFound:
-            self._reader.cache.forget(DGDSA, namespace, name)
-            return False
-        self._reader.cache.forget(DGDSA, namespace, name)
-        await self._recorder.emit(owner, event)
-        return True
+        return await self._syncer.delete(DGDSA, live, owner=owner, why="", event=lambda _: event)

@@ -181,7 +181,7 @@ class ComponentProgram(WorkloadProgram):
         # 5. The old generations scaled to their share of the old targets.
         old_targets: dict[str, int] = {}
         if prepared.components:
-            scaled = await self._rollout.ask(ScaleOld(namespace, prepared.components))
+            scaled = await self._rollout.ask(ScaleOld(namespace, prepared.components, result.dgd))
             if isinstance(scaled, StepFailed):
                 raise Failure(ROLLING_UPDATE_FAILED, scaled.message)
             assert isinstance(scaled, OldScaled)
@@ -226,12 +226,18 @@ class ComponentProgram(WorkloadProgram):
         keep = {dcd.metadata.name for dcd in synced}
         workers = {c.name for c in dgd.spec.components or [] if c.type in WORKER_TYPES}
         names = {c.name for c in dgd.spec.components or []}
-        namespace = dgd.metadata.namespace or ""
-        for live in await self._reader.controlled_by(DCD, namespace, owner.metadata.uid):
+
+        def kept(live: DynamoComponentDeployment) -> bool:
             if live.metadata.name in keep or live.metadata.deletion_timestamp:
-                continue
+                return True
             component = live.spec.name or ""
             is_worker_dcd = bool((live.metadata.labels or {}).get(WORKER_HASH))
-            if component in names and is_worker_dcd == (component in workers):
-                continue
-            await self._syncer.delete(DCD, live, owner=owner, why="its component is no longer in the DGD")
+            return component in names and is_worker_dcd == (component in workers)
+
+        await self._syncer.prune(
+            DCD,
+            dgd.metadata.namespace or "",
+            owner=owner,
+            keep=kept,
+            why="its component is no longer in the DGD",
+        )

@@ -10,7 +10,7 @@ status and the events queued with it; the DGD actor persists one and then emits 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Unpack
 
 import msgspec
@@ -91,6 +91,11 @@ def _pcs_inputs_digest(dgd: DynamoGraphDeployment, pcs: PodCliqueSet | None, ext
             msgspec.json.encode((meta.labels, meta.annotations, meta.owner_references)),
         )
     )
+
+
+def _named(names: set[str]) -> Callable[[JSON], bool]:
+    """Whether an object is one of ``names``."""
+    return lambda live: (live.get("metadata") or {}).get("name") in names
 
 
 class GroveProgram(WorkloadProgram):
@@ -299,9 +304,9 @@ class GroveProgram(WorkloadProgram):
             await self._syncer.sync(resource, desired, live, owner=owner)
         # Departure from upstream: what this DGD controls and no longer renders is deleted.
         for kind, resource in kinds.items():
-            for live in await self._reader.controlled_by(resource, namespace, owner.metadata.uid):
-                if (live.get("metadata") or {}).get("name") not in names[kind]:
-                    await self._syncer.delete(resource, live, owner=owner, why="the DGD no longer renders it")
+            await self._syncer.prune(
+                resource, namespace, owner=owner, keep=_named(names[kind]), why="the DGD no longer renders it"
+            )
 
     async def _project_topology(
         self, result: ProgramResult, dgd: DynamoGraphDeployment, pcs: PodCliqueSet | None

@@ -221,14 +221,20 @@ async def test_an_image_change_rolls_the_worker_and_succeeds_only_once_the_old_d
         assert dgd.status.rolling_update.updated_components == [WORKER]
         assert dgd.status.components is not None
         assert dgd.status.components[WORKER].component_names == [f"{name}-{WORKER.lower()}-{new_hash}"]
-        # and the events tell the story in order: the new DCD (a mutation event, at once), the rollout
-        # started (queued with the status that says so), the new DCD scaled up, the old one deleted,
-        # the rollout completed
+        # and the events tell the story in order: the new DCD and the old one's first step down
+        # (mutation events, at once), the rollout started (queued with the status that says so), the
+        # new DCD scaled up and the old one down, the old one deleted, the rollout completed
         new_dcd = f"{NS}/{name}-{WORKER.lower()}-{new_hash}"
         old_dcd = f"{NS}/{name}-{WORKER.lower()}-{old_hash}"
         events = (await stage.events(name))[events_before:]
-        assert events[:2] == [
+        assert events[:3] == [
             ("Normal", "CreateDynamoComponentDeployment", f"Created DynamoComponentDeployment {new_dcd}"),
+            (
+                "Normal",
+                "UpdateDynamoComponentDeployment",
+                f"Updated DynamoComponentDeployment {old_dcd} "
+                "(old worker generation scaled from 4 to 3 replicas)",
+            ),
             ("Normal", "RollingUpdateStarted", f"Starting rolling update to worker hash {new_hash}"),
         ]
         assert events[-2:] == [
@@ -239,11 +245,22 @@ async def test_an_image_change_rolls_the_worker_and_succeeds_only_once_the_old_d
             ),
             ("Normal", "RollingUpdateCompleted", f"Rolling update completed, worker hash {new_hash}"),
         ]
-        scale_ups = events[2:-2]
+        steps = events[3:-2]
+        scale_ups = [e for e in steps if e[2].startswith(f"Updated DynamoComponentDeployment {new_dcd}")]
+        scale_downs = [e for e in steps if e[2].startswith(f"Updated DynamoComponentDeployment {old_dcd} ")]
         assert scale_ups and all(
             e == ("Normal", "UpdateDynamoComponentDeployment", f"Updated DynamoComponentDeployment {new_dcd}")
             for e in scale_ups
         )
+        # the old DCD only went down, each step from where the last one left it, to 0 before it was deleted
+        steps_down = [
+            tuple(int(n) for n in e[2].split(" from ")[1].split(" replicas")[0].split(" to "))
+            for e in scale_downs
+        ]
+        assert steps_down and steps_down[0][0] == 3 and steps_down[-1][1] == 0
+        assert all(a > b for a, b in steps_down)
+        assert all(earlier[1] == later[0] for earlier, later in itertools.pairwise(steps_down))
+        assert len(scale_ups) + len(scale_downs) == len(steps)
 
 
 async def test_a_replicas_edit_never_starts_a_rollout() -> None:

@@ -6,7 +6,10 @@ from typing import Any
 
 import pytest
 
+from dgd.actors.cache import Cache, Reader
 from dgd.actors.children.checkpoint_storage import CheckpointsFinalized, CheckpointStorage
+from dgd.actors.recorder import Recorder
+from dgd.actors.sync import Syncer
 from dgd.cluster.errors import NotFound
 from dgd.cluster.protocol import ObjectList
 from dgd.domain.checkpoint import AUTO, DELETION_POLICY
@@ -47,12 +50,13 @@ class Checkpoints:
 
 async def test_a_checkpoint_gone_meanwhile_does_not_stop_the_others_from_being_detached() -> None:
     # given a DGD being deleted with two Retain checkpoints, the first of which is already gone
-    cluster = Checkpoints()
+    cluster: Any = Checkpoints()
+    cache = Cache()
+    recorder = Recorder(cluster, instance="test", now=lambda: 0.0)
     storage = CheckpointStorage(
-        cluster=cluster,  # type: ignore[arg-type]
-        reader=None,  # type: ignore[arg-type]
-        syncer=None,  # type: ignore[arg-type]
-        recorder=None,  # type: ignore[arg-type]
+        reader=Reader(cluster, cache),
+        syncer=Syncer(cluster, cache, recorder),
+        recorder=recorder,
         config=OperatorConfig(),
     )
     dgd = DynamoGraphDeployment(
@@ -65,3 +69,4 @@ async def test_a_checkpoint_gone_meanwhile_does_not_stop_the_others_from_being_d
     # then the second one is detached too (a Retain checkpoint left attached would be garbage collected)
     assert isinstance(result, CheckpointsFinalized)
     assert cluster.detached == ["second"]
+    assert recorder.dropped == {}  # and nothing recorded: the patch answer names no new version

@@ -19,6 +19,7 @@ from dgd.actors.children.scaling_adapters import AdaptersReconciled, ReconcileAd
 from dgd.actors.children.step_failed import StepFailed
 from dgd.actors.recorder import Recorder
 from dgd.actors.runtime import ActorSystem, ChildSpec, ManualClock, Ref
+from dgd.actors.sync import Syncer
 from dgd.cluster.errors import NotFound, ServerError
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.memory.faults import Fail
@@ -109,11 +110,10 @@ class Child:
 @asynccontextmanager
 async def scaling_adapters() -> AsyncIterator[Child]:
     cluster = MemoryCluster(clock=lambda: EPOCH, rng=random.Random(3), namespaces=(NS,))
-    reader = Reader(cluster, Cache())  # nothing cached: every read goes to the API
+    cache = Cache()  # nothing cached: every read goes to the API
     recorder = Recorder(cluster, instance="test", now=lambda: EPOCH)
-    spec = ChildSpec(
-        "scaling-adapters", lambda: ScalingAdapters(cluster=cluster, reader=reader, recorder=recorder)
-    )
+    reader, syncer = Reader(cluster, cache), Syncer(cluster, cache, recorder)
+    spec = ChildSpec("scaling-adapters", lambda: ScalingAdapters(reader=reader, syncer=syncer))
     events = ChildSpec("events", recorder.poster)
     async with ActorSystem([events, spec], clock=ManualClock(), random=random.Random(3)) as system:
         yield Child(cluster, system.ref("/scaling-adapters"))
@@ -249,7 +249,7 @@ async def test_the_orphan_sweep_deletes_controlled_adapters_of_removed_component
         )
 
 
-async def test_a_refused_write_fails_the_step_naming_the_adapter_and_records_nothing() -> None:
+async def test_a_refused_write_fails_the_step_naming_the_adapter_and_records_only_a_warning() -> None:
     async with scaling_adapters() as child:
         # given an API server that refuses to create adapters
         child.cluster.faults.add(Fail(ServerError("etcd is unhappy")), verb="create", resource=DGDSA)
@@ -258,9 +258,17 @@ async def test_a_refused_write_fails_the_step_naming_the_adapter_and_records_not
         # when the step runs
         answer = await child.reconcile(dgd)
 
-        # then it fails, saying which adapter, and no event claims a creation
+        # then it fails, saying which adapter, and no event claims a creation: one Warning says why
         assert isinstance(answer, StepFailed)
         assert answer.message.startswith(
             "failed to reconcile scaling adapter demo-worker: InternalError (500)"
         )
-        assert await child.events() == []
+        assert await child.events() == [
+            (
+                "Warning",
+                "CreateDynamoGraphDeploymentScalingAdapter",
+                "Failed to create DynamoGraphDeploymentScalingAdapter team-a/demo-worker: "
+                "InternalError (500): etcd is unhappy",
+                None,
+            )
+        ]
