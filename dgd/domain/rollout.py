@@ -258,7 +258,7 @@ def _against_deadline(
         event = EventRecord("Warning", "RollingUpdateFailed", "Update", message)
         return Step(status=failed, delete=doomed, events=(event,), progress=progress, failure=message)
     if phase == FAILED:
-        # After an actor restart the clock restarted: the rollout has been stuck for at least the deadline.
+        # Measured again from now (a DGD actor restarted): it has been stuck for at least the deadline.
         stalled = max(stalled, deadline or 0.0)
         message = stuck_message(components, new_hash, stalled)
         return Step(status=rolling, delete=doomed, progress=progress, failure=message)

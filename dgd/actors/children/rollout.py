@@ -11,9 +11,12 @@ It answers two requests of the Component program, each one step of §8:
 * ``ScaleOld`` (step 5, after the DCDs are synced): patches the replicas of the old worker DCDs to
   their share of the old target (§12.5); a merge patch with no event.
 
-The actor keeps one thing between reconciles: when the rollout last made visible progress, which
-the progress deadline is measured from. A restarted actor starts that clock again (a restart can
-delay a ``Failed``, never hasten one).
+The rollout needs one thing between reconciles: when it last made visible progress, which the
+progress deadline is measured from and which tells a ``Failed`` rollout that it resumed. That lives
+in a ``ProgressLedger`` the DGD actor keeps and hands to every ``Rollout`` it builds, so a child
+rested between reconciles (``OnDemand``) or restarted by its supervisor picks up where the last one
+was. Only a restarted DGD actor starts that clock again (which can delay a ``Failed``, never hasten
+one).
 """
 
 from __future__ import annotations
@@ -129,18 +132,38 @@ def observe(dcd: DynamoComponentDeployment) -> WorkerDCD | None:
     )
 
 
+class ProgressLedger:
+    """When one DGD's rollout last made visible progress (``None``: no rollout measured yet).
+
+    Kept by the DGD actor, which outlives its children, and written only by the ``Rollout`` it
+    builds (one at a time: a DGD's reconciles never overlap), so a rollout child that rests or
+    restarts keeps measuring the progress deadline from the same change.
+    """
+
+    def __init__(self) -> None:
+        self.progress: Progress | None = None
+
+
 class Rollout(Actor[AdvanceRollout | ScaleOld]):
-    """Owns a DGD's worker-hash annotations and the replicas of its old worker generations."""
+    """Owns a DGD's worker-hash annotations and the replicas of its old worker generations; what it
+    remembers between reconciles is in ``ledger``, never in the actor."""
 
     def __init__(
-        self, *, cluster: Cluster, reader: Reader, syncer: Syncer, dgd_writer: DGDWriter, recorder: Recorder
+        self,
+        *,
+        cluster: Cluster,
+        reader: Reader,
+        syncer: Syncer,
+        dgd_writer: DGDWriter,
+        recorder: Recorder,
+        ledger: ProgressLedger,
     ) -> None:
         self._cluster = cluster
         self._reader = reader
         self._syncer = syncer
         self._dgd_writer = dgd_writer
         self._recorder = recorder
-        self._progress: Progress | None = None
+        self._ledger = ledger
 
     async def receive(self, message: AdvanceRollout | ScaleOld) -> RolloutAdvanced | OldScaled | StepFailed:
         if isinstance(message, ScaleOld):
@@ -204,7 +227,7 @@ class Rollout(Actor[AdvanceRollout | ScaleOld]):
         new_hash = new_generation_hash(current, desired, rolling=active)
         if not active and current.matches(desired):
             # Nothing to roll: the recorded generation is the desired one.
-            self._progress = None
+            self._ledger.progress = None
             return RolloutAdvanced(dgd=dgd, status=rolling_update, new_hash=new_hash)
         components = await self._generations(message.defaulted, dgd, new_hash)
         step = advance(
@@ -215,10 +238,10 @@ class Rollout(Actor[AdvanceRollout | ScaleOld]):
             components=components,
             now=message.now,
             clock=message.clock,
-            progress=self._progress,
+            progress=self._ledger.progress,
             deadline=message.deadline,
         )
-        self._progress = step.progress
+        self._ledger.progress = step.progress
         for name in step.delete:
             await self._delete_old(dgd, name)
         if step.annotations:

@@ -358,6 +358,31 @@ async def test_a_rollout_stuck_past_its_deadline_fails_naming_what_it_waits_for_
         assert reasons.count("RollingUpdateStarted") == 1 and reasons[-1] == "RollingUpdateCompleted"
 
 
+async def test_a_failed_rollout_reports_in_progress_once_pods_roll_again_then_completed() -> None:
+    async with on_stage() as stage:
+        # given a rollout that failed at its deadline for want of room
+        name, old_hash = await started(stage, agg(replicas=2))
+        await stage.sim.reconfigure(WorldSettings(capacity=3))
+        await stage.edit(name, set_image("v2"))
+        await stage.until_state(name, "failed", timeout=3600)
+
+        # when room arrives and the pods roll again
+        async with timeline(stage, name) as seen:
+            await stage.sim.reconfigure(WorldSettings())
+            await stage.until(name, rolled(old_hash), timeout=1200)
+            seen.append(await snapshot(stage, name))
+
+        # then the rollout said it resumed (InProgress, the DGD pending) before it completed
+        assert _squeeze([(s.phase, s.state, s.reason) for s in seen]) == [
+            ("Failed", "failed", "rolling_update_failed"),
+            ("InProgress", "pending", "rolling_update_in_progress"),
+            ("Completed", "successful", "all_resources_are_ready"),
+        ]
+        # and resuming queued no event of its own
+        reasons = [reason for _, reason, _ in await stage.events(name)]
+        assert reasons.count("RollingUpdateFailed") == 1 and reasons[-1] == "RollingUpdateCompleted"
+
+
 async def test_a_new_worker_spec_after_a_failed_rollout_starts_a_fresh_one() -> None:
     async with on_stage() as stage:
         # given a rollout that failed at its deadline for want of room
