@@ -199,7 +199,9 @@ def advance(
         note = f"Starting rolling update to worker hash {new_hash}"
         return Step(status=started, events=(EventRecord("Normal", "RollingUpdateStarted", "Update", note),))
     if phase == PENDING:
-        return Step(status=msgspec.structs.replace(rolling, phase=IN_PROGRESS), progress=None)
+        # In progress from now: the deadline counts from here, whether or not anything wakes us later.
+        moved = msgspec.structs.replace(rolling, phase=IN_PROGRESS)
+        return Step(status=moved, progress=Progress(_mark(components), clock), wake=deadline)
     if phase == COMPLETED:
         return Step(status=status)
 
