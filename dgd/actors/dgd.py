@@ -160,8 +160,8 @@ class DGDActor(Reconciler):
         await self._rest()
 
     async def _rest(self) -> None:
-        """Let the children go once a reconcile is done, unless a rollout runs (``OnDemand``)."""
-        await self._children.rest(self.context, self._reader.cache.get(DGD, self._namespace, self._name))
+        """Let the children go once a reconcile is done (``OnDemand``: none holds state of its own)."""
+        await self._children.rest(self.context)
 
     def _intent(self) -> Intent | None:
         dgd = self._reader.cache.get(DGD, self._namespace, self._name)
