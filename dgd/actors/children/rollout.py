@@ -44,7 +44,7 @@ from dgd.domain.projection import (
 )
 from dgd.domain.render.dcd import render_dcds, workload_annotations
 from dgd.domain.roles import has_multinode
-from dgd.domain.rollout import ACTIVE_PHASES, Hashes, Progress, advance, new_generation_hash
+from dgd.domain.rollout import Hashes, Progress, advance, new_generation_hash, rollout_active
 from dgd.domain.rollout_replicas import (
     Generations,
     InvalidStrategy,
@@ -176,8 +176,7 @@ class Rollout(Actor[AdvanceRollout | ScaleOld]):
         dgd, desired = message.dgd, message.desired
         # A v1-only DGD records its v2 hash first (not while a rollout is active).
         rolling_update = dgd.status.rolling_update if dgd.status is not None else None
-        phase = rolling_update.phase if rolling_update is not None else None
-        if phase not in ACTIVE_PHASES:
+        if not rollout_active(rolling_update):
             try:
                 dgd = await migrate_worker_hash(self._dgd_writer, self._recorder, dgd, desired)
             except ClusterError as error:
@@ -222,8 +221,7 @@ class Rollout(Actor[AdvanceRollout | ScaleOld]):
         rolling_update: RollingUpdateStatus | None,
     ) -> RolloutAdvanced:
         desired = message.desired
-        phase = rolling_update.phase if rolling_update is not None else None
-        active = phase in ACTIVE_PHASES
+        active = rollout_active(rolling_update)
         new_hash = new_generation_hash(current, desired, rolling=active)
         if not active and current.matches(desired):
             # Nothing to roll: the recorded generation is the desired one.
@@ -246,7 +244,7 @@ class Rollout(Actor[AdvanceRollout | ScaleOld]):
             await self._delete_old(dgd, name)
         if step.annotations:
             dgd = await self._dgd_writer.annotate(dgd, step.annotations)
-        rolling = step.status is not None and step.status.phase in ACTIVE_PHASES
+        rolling = rollout_active(step.status)
         return RolloutAdvanced(
             dgd=dgd,
             status=step.status,
