@@ -36,7 +36,7 @@ from dgd.actors.cache import Reader
 from dgd.actors.children.checkpoint_storage import CheckpointStorage, FinalizeCheckpoints, ResolveCheckpoints
 from dgd.actors.children.grove_scaler import GroveScaler
 from dgd.actors.children.restart import RestartResolver
-from dgd.actors.children.rollout import Rollout
+from dgd.actors.children.rollout import ProgressLedger, Rollout
 from dgd.actors.children.scaling_adapters import ScalingAdapters
 from dgd.actors.children.shared_resources import SharedResources
 from dgd.actors.children.step_failed import StepFailed
@@ -139,6 +139,7 @@ class DGDActor(Reconciler):
         self._keys = keys
         self._running: Program | None = None
         self._children = OnDemand()
+        self._rollout_progress = ProgressLedger()  # outlives the rollout child, which rests
         self._reconciled_before = False
 
     async def receive(self, message: Nudge) -> None:
@@ -160,8 +161,8 @@ class DGDActor(Reconciler):
         await self._rest()
 
     async def _rest(self) -> None:
-        """Let the children go once a reconcile is done, unless a rollout runs (``OnDemand``)."""
-        await self._children.rest(self.context, self._reader.cache.get(DGD, self._namespace, self._name))
+        """Let the children go once a reconcile is done (``OnDemand``: none holds state of its own)."""
+        await self._children.rest(self.context)
 
     def _intent(self) -> Intent | None:
         dgd = self._reader.cache.get(DGD, self._namespace, self._name)
@@ -331,7 +332,7 @@ class DGDActor(Reconciler):
             "rollout",
             lambda: Rollout(
                 reader=self._reader, syncer=self._syncer, dgd_writer=self._dgd_writer,
-                recorder=self._recorder,
+                recorder=self._recorder, ledger=self._rollout_progress,
             ),
         )  # fmt: skip
         return ComponentProgram(

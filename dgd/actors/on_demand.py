@@ -2,10 +2,12 @@
 
 A DGD's children (shared resources, checkpoint storage, restart, scaling adapters, and the Grove
 scaler and topology status, or the rollout) answer the asks of its reconciles and hold no state from
-one reconcile to the next (the rollout's progress excepted: it stays up while a rollout runs). Kept
-running between reconciles, six idle actors per DGD cost about 25 KiB each DGD of a fleet that
-changes rarely (issue 18). So a child starts on first use, as before, and once a reconcile is done
-the DGD actor lets them all go; the next reconcile starts them again under the same names, so the
+one reconcile to the next: what one must remember is recorded where it survives a rest (the status,
+an object it owns, or a ledger its parent keeps and hands to it when it builds it, as the rollout's
+progress). So resting a child never loses anything, whatever the DGD is doing. Kept running
+between reconciles, six idle actors per DGD cost about 25 KiB each DGD of a fleet that changes
+rarely (issue 18). So a child starts on first use, as before, and once a reconcile is done the DGD
+actor lets them all go; the next reconcile starts them again under the same names, so the
 ``Ref`` s a program holds find them (a ``Ref`` resolves its path again once its actor was replaced).
 Starting six children costs well under a millisecond.
 """
@@ -16,7 +18,6 @@ from collections.abc import Callable
 from typing import Any
 
 from dgd.actors.runtime import Actor, ChildSpec, Context, Ref, Restart
-from dgd.messages.dgd import DynamoGraphDeployment
 
 
 class OnDemand:
@@ -38,11 +39,7 @@ class OnDemand:
             if not context.has_child(name):
                 await context.start_child(ChildSpec(name, build, Restart.PERMANENT))
 
-    async def rest(self, context: Context[Any], dgd: DynamoGraphDeployment | None) -> None:
-        """Stop every child, the last started first (``wake`` brings them back), unless ``dgd`` (as
-        the reconcile left it) has a rollout running."""
-        rollout = dgd.status.rolling_update if dgd is not None and dgd.status is not None else None
-        if rollout is not None and rollout.phase in ("Pending", "InProgress"):
-            return
+    async def rest(self, context: Context[Any]) -> None:
+        """Stop every child, the last started first (``wake`` brings them back)."""
         for name in reversed(context.child_ids()):
             await context.stop_child(name)

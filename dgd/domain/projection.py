@@ -18,6 +18,7 @@ from typing import Literal
 import msgspec
 from msgspec import structs
 
+from dgd.domain.rollout import FAILED, rollout_active
 from dgd.messages.dgd import ComponentReplicaStatus, DGDStatus
 from dgd.messages.meta import Condition, ConditionStatus
 
@@ -169,12 +170,13 @@ def apply_reconcile_result(
     A rollout that passed its progress deadline (``rollingUpdate.phase`` ``Failed``, our addition)
     makes the DGD ``failed`` with ``Ready=False/rolling_update_failed`` and ``rollout_failure`` as the
     message."""
-    phase = status.rolling_update.phase if status.rolling_update is not None else None
-    rolling = phase in ("Pending", "InProgress")
-    state = "pending" if rolling else ("failed" if phase == "Failed" else result.state)
+    # A running rollout holds the DGD pending; past its progress deadline it reports it failed.
+    failed = status.rolling_update is not None and status.rolling_update.phase == FAILED
+    rolling = rollout_active(status.rolling_update) and not failed
+    state = "pending" if rolling else ("failed" if failed else result.state)
     components = dict(sorted(result.components.items())) or None
     projected = structs.replace(status, state=state, components=components, observed_generation=generation)
-    if phase == "Failed":
+    if failed:
         message = rollout_failure or "Rolling update made no progress"
         return with_condition(
             projected, READY, "False", ROLLING_UPDATE_FAILED, message, generation=generation, now=now

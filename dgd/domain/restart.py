@@ -15,6 +15,7 @@ from collections.abc import Collection, Iterable, Sequence
 import msgspec
 
 from dgd.domain.events import EventRecord
+from dgd.domain.rollout import rollout_active
 from dgd.messages.dgd import Restart, RestartStatus, RollingUpdateStatus
 
 DONE_PHASES = frozenset({"Completed", "Failed", "Superseded"})
@@ -75,7 +76,7 @@ def restart_status(
         return status if status is not None and status.phase in DONE_PHASES else None
     if status is not None and status.observed_id == restart.id and status.phase in DONE_PHASES:
         return status
-    if rolling_update is not None and rolling_update.phase in ("Pending", "InProgress"):
+    if rollout_active(rolling_update):
         return RestartStatus(observed_id=restart.id, phase="Superseded")
     new_request = status is None or status.observed_id != restart.id
     if _parallel(restart):

@@ -9,7 +9,8 @@ observes the DCDs and pods, calls these functions, and performs what they decide
 
 * ``Hashes``, ``new_generation_hash`` and ``completed_annotations`` are the worker hashes the DGD
   records: what triggers a rollout, what the new generation is named, what completion writes (§12.1);
-* ``advance`` is the ``status.rollingUpdate`` state machine (§12.3) plus the progress deadline.
+* ``advance`` is the ``status.rollingUpdate`` state machine (§12.3) plus the progress deadline;
+* ``rollout_active`` is the one rule of when a rollout runs, for everything that waits for one.
 
 How many replicas each generation gets meanwhile (the strategy, ``targets``, ``distribute``) and the
 component status during a rollout are the replica arithmetic of ``dgd.domain.rollout_replicas``.
@@ -43,8 +44,20 @@ PENDING: Final = "Pending"
 IN_PROGRESS: Final = "InProgress"
 COMPLETED: Final = "Completed"
 FAILED: Final = "Failed"
-#: Phases in which the rollout is still being driven.
-ACTIVE_PHASES = frozenset({PENDING, IN_PROGRESS, FAILED})
+#: The phases from a rollout's start to its completion.
+_ACTIVE_PHASES: Final = frozenset({PENDING, IN_PROGRESS, FAILED})
+
+
+def rollout_active(rolling_update: RollingUpdateStatus | None) -> bool:
+    """Whether a rollout runs: from ``Pending`` until ``Completed``, ``Failed`` included.
+
+    The one rule for everything that waits for a rollout: the state machine keeps driving it, the
+    v1->v2 hash migration waits, admission refuses a new ``spec.restart.id`` and the restart logic
+    supersedes one (§11, §12.3), and the DGD is not ``successful``. ``Failed`` is a rollout
+    ``InProgress`` past its progress deadline, and goes back to ``InProgress`` by itself on the next
+    visible change: the deadline changes what the rollout reports, never what it does or holds back.
+    """
+    return rolling_update is not None and rolling_update.phase in _ACTIVE_PHASES
 
 
 # Worker hashes (§12.1).
@@ -199,7 +212,9 @@ def advance(
         note = f"Starting rolling update to worker hash {new_hash}"
         return Step(status=started, events=(EventRecord("Normal", "RollingUpdateStarted", "Update", note),))
     if phase == PENDING:
-        return Step(status=msgspec.structs.replace(rolling, phase=IN_PROGRESS), progress=None)
+        # In progress from now: the deadline counts from here, whether or not anything wakes us later.
+        moved = msgspec.structs.replace(rolling, phase=IN_PROGRESS)
+        return Step(status=moved, progress=Progress(_mark(components), clock), wake=deadline)
     if phase == COMPLETED:
         return Step(status=status)
 
@@ -258,7 +273,7 @@ def _against_deadline(
         event = EventRecord("Warning", "RollingUpdateFailed", "Update", message)
         return Step(status=failed, delete=doomed, events=(event,), progress=progress, failure=message)
     if phase == FAILED:
-        # After an actor restart the clock restarted: the rollout has been stuck for at least the deadline.
+        # Measured again from now (a DGD actor restarted): it has been stuck for at least the deadline.
         stalled = max(stalled, deadline or 0.0)
         message = stuck_message(components, new_hash, stalled)
         return Step(status=rolling, delete=doomed, progress=progress, failure=message)

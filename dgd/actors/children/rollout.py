@@ -12,9 +12,12 @@ It answers two requests of the Component program, each one step of §8:
   their share of the old target (§12.5): a merge patch, with an ``Update`` event (upstream records
   none; ``docs/decisions.md``).
 
-The actor keeps one thing between reconciles: when the rollout last made visible progress, which
-the progress deadline is measured from. A restarted actor starts that clock again (a restart can
-delay a ``Failed``, never hasten one).
+The rollout needs one thing between reconciles: when it last made visible progress, which the
+progress deadline is measured from and which tells a ``Failed`` rollout that it resumed. That lives
+in a ``ProgressLedger`` the DGD actor keeps and hands to every ``Rollout`` it builds, so a child
+rested between reconciles (``OnDemand``) or restarted by its supervisor picks up where the last one
+was. Only a restarted DGD actor starts that clock again (which can delay a ``Failed``, never hasten
+one).
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from dgd.domain.projection import (
 )
 from dgd.domain.render.dcd import worker_workload_annotations
 from dgd.domain.roles import has_multinode
-from dgd.domain.rollout import ACTIVE_PHASES, Hashes, Progress, advance, new_generation_hash
+from dgd.domain.rollout import Hashes, Progress, advance, new_generation_hash, rollout_active
 from dgd.domain.rollout_replicas import (
     Generations,
     InvalidStrategy,
@@ -129,15 +132,36 @@ def observe(dcd: DynamoComponentDeployment) -> WorkerDCD | None:
     )
 
 
-class Rollout(Actor[AdvanceRollout | ScaleOld]):
-    """Owns a DGD's worker-hash annotations and the replicas of its old worker generations."""
+class ProgressLedger:
+    """When one DGD's rollout last made visible progress (``None``: no rollout measured yet).
 
-    def __init__(self, *, reader: Reader, syncer: Syncer, dgd_writer: DGDWriter, recorder: Recorder) -> None:
+    Kept by the DGD actor, which outlives its children, and written only by the ``Rollout`` it
+    builds (one at a time: a DGD's reconciles never overlap), so a rollout child that rests or
+    restarts keeps measuring the progress deadline from the same change.
+    """
+
+    def __init__(self) -> None:
+        self.progress: Progress | None = None
+
+
+class Rollout(Actor[AdvanceRollout | ScaleOld]):
+    """Owns a DGD's worker-hash annotations and the replicas of its old worker generations; what it
+    remembers between reconciles is in ``ledger``, never in the actor."""
+
+    def __init__(
+        self,
+        *,
+        reader: Reader,
+        syncer: Syncer,
+        dgd_writer: DGDWriter,
+        recorder: Recorder,
+        ledger: ProgressLedger,
+    ) -> None:
         self._reader = reader
         self._syncer = syncer
         self._dgd_writer = dgd_writer
         self._recorder = recorder
-        self._progress: Progress | None = None
+        self._ledger = ledger
 
     async def receive(self, message: AdvanceRollout | ScaleOld) -> RolloutAdvanced | OldScaled | StepFailed:
         if isinstance(message, ScaleOld):
@@ -150,8 +174,7 @@ class Rollout(Actor[AdvanceRollout | ScaleOld]):
         dgd, desired = message.dgd, message.desired
         # A v1-only DGD records its v2 hash first (not while a rollout is active).
         rolling_update = dgd.status.rolling_update if dgd.status is not None else None
-        phase = rolling_update.phase if rolling_update is not None else None
-        if phase not in ACTIVE_PHASES:
+        if not rollout_active(rolling_update):
             try:
                 dgd = await migrate_worker_hash(self._dgd_writer, self._recorder, dgd, desired)
             except ClusterError as error:
@@ -196,12 +219,11 @@ class Rollout(Actor[AdvanceRollout | ScaleOld]):
         rolling_update: RollingUpdateStatus | None,
     ) -> RolloutAdvanced:
         desired = message.desired
-        phase = rolling_update.phase if rolling_update is not None else None
-        active = phase in ACTIVE_PHASES
+        active = rollout_active(rolling_update)
         new_hash = new_generation_hash(current, desired, rolling=active)
         if not active and current.matches(desired):
             # Nothing to roll: the recorded generation is the desired one.
-            self._progress = None
+            self._ledger.progress = None
             return RolloutAdvanced(dgd=dgd, status=rolling_update, new_hash=new_hash)
         components = await self._generations(message.defaulted, dgd, new_hash)
         step = advance(
@@ -212,15 +234,15 @@ class Rollout(Actor[AdvanceRollout | ScaleOld]):
             components=components,
             now=message.now,
             clock=message.clock,
-            progress=self._progress,
+            progress=self._ledger.progress,
             deadline=message.deadline,
         )
-        self._progress = step.progress
+        self._ledger.progress = step.progress
         for name in step.delete:
             await self._delete_old(dgd, name)
         if step.annotations:
             dgd = await self._dgd_writer.annotate(dgd, step.annotations)
-        rolling = step.status is not None and step.status.phase in ACTIVE_PHASES
+        rolling = rollout_active(step.status)
         return RolloutAdvanced(
             dgd=dgd,
             status=step.status,

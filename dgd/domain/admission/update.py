@@ -25,6 +25,7 @@ from dgd.domain.admission.lookups import ClusterLookups, lookup_errors
 from dgd.domain.admission.pathway import grove_refusal
 from dgd.domain.admission.principals import Requester, may_change_scaled_replicas, may_materialize_provider
 from dgd.domain.admission.validation import Verdict, component_path, document_order, validate_stateless
+from dgd.domain.rollout import rollout_active
 from dgd.messages.component import ComponentSpec
 from dgd.messages.dgd import DynamoGraphDeployment, KvTransferPolicy
 
@@ -161,9 +162,9 @@ def _kv_policy(dgd: DynamoGraphDeployment) -> KvTransferPolicy | None:
 def _restart_during_rollout(old: DynamoGraphDeployment, new: DynamoGraphDeployment) -> Iterator[FieldError]:
     """A new restart request waits until the rolling update the old status reports has ended."""
     rolling = old.status.rolling_update if old.status else None
-    phase = rolling.phase if rolling else None
-    if phase not in ("Pending", "InProgress"):
+    if rolling is None or not rollout_active(rolling):
         return
+    phase = rolling.phase
     before = old.spec.restart.id if old.spec.restart else None
     after = new.spec.restart.id if new.spec.restart else None
     if before != after:

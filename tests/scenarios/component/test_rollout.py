@@ -20,6 +20,7 @@ import anyio
 import msgspec
 import pytest
 
+from dgd.actors.tree import DGDS
 from dgd.cluster.resources import DCD, POD
 from dgd.messages.dgd import DynamoGraphDeployment
 from dgd.sim import WorldSettings
@@ -373,6 +374,51 @@ async def test_a_rollout_stuck_past_its_deadline_fails_naming_what_it_waits_for_
         await stage.until(name, rolled(old_hash), timeout=1200)
         reasons = [reason for _, reason, _ in await stage.events(name)]
         assert reasons.count("RollingUpdateStarted") == 1 and reasons[-1] == "RollingUpdateCompleted"
+
+
+async def test_a_running_rollout_keeps_no_child_between_reconciles_and_still_fails_at_its_deadline() -> None:
+    async with on_stage() as stage:
+        # given the graph with two worker replicas, successful, in a cluster with no room left
+        name, _ = await started(stage, agg(replicas=2))
+        await stage.sim.reconfigure(WorldSettings(capacity=3))
+
+        # when the worker's image changes and the rollout waits, with nothing to reconcile, for room
+        edited_at = anyio.current_time()
+        await stage.edit(name, set_image("v2"))
+        await stage.sim.run_for(900)
+
+        # then the DGD actor runs none of its children meanwhile, though its rollout is in progress
+        assert (await stage.dgd(name)).status.rolling_update.phase == "InProgress"  # type: ignore[union-attr]
+        actor = f"{DGDS}/{NS}/{name}"
+        assert [i.path for i in stage.sim.system.tree() if i.path.startswith(f"{actor}/")] == []
+        # and the rollout, rebuilt by each reconcile, still fails at its deadline from the last change
+        await stage.until_state(name, "failed", timeout=3600)
+        assert 1800 <= anyio.current_time() - edited_at <= 1860
+
+
+async def test_a_failed_rollout_reports_in_progress_once_pods_roll_again_then_completed() -> None:
+    async with on_stage() as stage:
+        # given a rollout that failed at its deadline for want of room
+        name, old_hash = await started(stage, agg(replicas=2))
+        await stage.sim.reconfigure(WorldSettings(capacity=3))
+        await stage.edit(name, set_image("v2"))
+        await stage.until_state(name, "failed", timeout=3600)
+
+        # when room arrives and the pods roll again
+        async with timeline(stage, name) as seen:
+            await stage.sim.reconfigure(WorldSettings())
+            await stage.until(name, rolled(old_hash), timeout=1200)
+            seen.append(await snapshot(stage, name))
+
+        # then the rollout said it resumed (InProgress, the DGD pending) before it completed
+        assert _squeeze([(s.phase, s.state, s.reason) for s in seen]) == [
+            ("Failed", "failed", "rolling_update_failed"),
+            ("InProgress", "pending", "rolling_update_in_progress"),
+            ("Completed", "successful", "all_resources_are_ready"),
+        ]
+        # and resuming queued no event of its own
+        reasons = [reason for _, reason, _ in await stage.events(name)]
+        assert reasons.count("RollingUpdateFailed") == 1 and reasons[-1] == "RollingUpdateCompleted"
 
 
 async def test_a_new_worker_spec_after_a_failed_rollout_starts_a_fresh_one() -> None:

@@ -790,9 +790,10 @@ def _rolling(document: dict[str, Any], phase: str) -> dict[str, Any]:
     return document
 
 
-@pytest.mark.parametrize("phase", ["Pending", "InProgress"])
+@pytest.mark.parametrize("phase", ["Pending", "InProgress", "Failed"])
 def test_restart_id_cannot_change_during_a_rolling_update(phase: str) -> None:
-    """§4.5 rule 6: restart.id cannot change while the old rolling update is Pending or InProgress."""
+    """§4.5 rule 6: restart.id cannot change while the old rolling update runs (``rollout_active``:
+    Pending or InProgress, and Failed, our phase of a rollout past its deadline that still runs)."""
     # given a DGD in a rolling update, and an update that requests a restart
     old, new = _rolling(_document(), phase), _document()
     new["spec"]["restart"] = {"id": "r1"}

@@ -649,7 +649,8 @@ def test_a_triggered_rollout_starts_pending_with_a_start_time_and_an_event() -> 
 def test_a_pending_rollout_moves_to_in_progress_and_does_nothing_else() -> None:
     pending = RollingUpdateStatus(phase="Pending", start_time=T0)
     moved = step(pending, [updated("worker")])
-    assert moved == Step(status=RollingUpdateStatus(phase="InProgress", start_time=T0))
+    assert moved.status == RollingUpdateStatus(phase="InProgress", start_time=T0)
+    assert (moved.annotations, moved.delete, moved.events, moved.failure) == ({}, (), (), None)
 
 
 def test_a_rollout_in_progress_lists_its_updated_components_sorted() -> None:
@@ -771,6 +772,18 @@ def test_a_rollout_tells_when_its_progress_deadline_is_due() -> None:
     assert later.events == ()
 
 
+def test_the_progress_deadline_counts_from_the_reconcile_that_moved_the_rollout_in_progress() -> None:
+    # given a pending rollout moved in progress at 1000 s, due back at the deadline
+    components = [midway("agg")]
+    moved = step(RollingUpdateStatus(phase="Pending", start_time=T0), components, clock=1000.0)
+    assert moved.wake == 600.0
+    # when the next reconcile, at the deadline, sees nothing changed since
+    due = step(moved.status, components, clock=1600.0, progress=moved)
+    # then the rollout failed: no later reconcile was needed to start the clock
+    assert due.status is not None and due.status.phase == "Failed"
+    assert [event.reason for event in due.events] == ["RollingUpdateFailed"]
+
+
 def test_a_rollout_without_progress_for_the_deadline_fails_naming_what_each_component_waits_for() -> None:
     # given decode short of new replicas, prefill with an old replica still ready, agg done
     components = [
@@ -885,13 +898,17 @@ def test_a_rollout_fails_exactly_when_it_has_not_changed_for_the_deadline(
         status, previous = current.status, current
 
 
-def test_starting_a_rollout_leaves_the_deadline_clock_to_its_first_in_progress_reconcile() -> None:
-    # the Started and Pending steps reset the clock: the first in-progress reconcile starts it
-    started = step(None, [midway("agg")])
-    pending = step(started.status, [midway("agg")])
-    assert (started.progress, pending.progress) == (None, None)
-    first = step(pending.status, [midway("agg")], clock=5000.0, progress=pending)
-    assert first.wake == 600.0
+def test_starting_a_rollout_drops_the_last_clock_and_moving_it_in_progress_starts_a_new_one() -> None:
+    # given an earlier rollout's clock, long past its deadline
+    stale = step(in_progress(), [midway("agg")], clock=0.0)
+    # when a new rollout starts, then moves in progress at 5000 s
+    started = step(None, [midway("agg")], clock=4000.0, progress=stale)
+    moved = step(started.status, [midway("agg")], clock=5000.0, progress=started)
+    # then the deadline counts from 5000 s, nothing of the earlier one carried over
+    assert started.progress is None
+    assert moved.progress is not None and moved.progress.since == 5000.0
+    first = step(moved.status, [midway("agg")], clock=5300.0, progress=moved)
+    assert first.wake == 300.0
 
 
 def test_components_are_listed_sorted_whatever_their_order() -> None:
