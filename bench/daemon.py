@@ -44,15 +44,13 @@ Every result line is ``name value unit``. Run from the repository root:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
-import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -62,13 +60,13 @@ sys.path.insert(0, str(ROOT))
 import aiohttp  # noqa: E402
 import anyio  # noqa: E402
 import yaml  # noqa: E402
-from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
+from daemon_process import EXECUTABLE, Daemon, listening, settle, total, until  # noqa: E402
+from operators import terminate  # noqa: E402
 
 from dgd.actors.workers import DEFAULT_WORKERS  # noqa: E402
 from dgd.cluster.kube.adapter import KubeCluster  # noqa: E402
 from dgd.cluster.resources import DGD  # noqa: E402
 
-EXECUTABLE = Path(sys.executable).with_name("dgd-operator")
 EXAMPLE = ROOT / "examples" / "agg.yaml"
 NS = "default"
 DGDS = DGD.as_raw()
@@ -79,127 +77,6 @@ CREATORS = 32
 def emit(name: str, value: float, unit: str) -> None:
     shown = str(int(value)) if float(value).is_integer() else f"{value:.4g}"
     print(f"{name} {shown} {unit}".rstrip(), flush=True)
-
-
-class Daemon:
-    """One ``dgd-operator run`` process, its log in ``log``."""
-
-    def __init__(self, kubeconfig: Path, log: Path, instance: str, flags: list[str]) -> None:
-        self.log = log
-        self.started = time.perf_counter()
-        with log.open("wb") as out:
-            self.process = subprocess.Popen(
-                [
-                    str(EXECUTABLE),
-                    "run",
-                    "--kubeconfig",
-                    str(kubeconfig),
-                    "--metrics-addr",
-                    "127.0.0.1:0",
-                    "--no-metrics-secure",
-                    "--probe-addr",
-                    "127.0.0.1:0",
-                    "--instance",
-                    instance,
-                    "--lease-namespace",
-                    "dynamo-system",
-                    *flags,
-                ],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-        self.metrics_port = 0
-        self.probe_port = 0
-
-    def elapsed(self) -> float:
-        return time.perf_counter() - self.started
-
-    def memory(self, field: str = "VmRSS") -> int:
-        """A ``/proc/<pid>/status`` size field, in bytes."""
-        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
-            if line.startswith(f"{field}:"):
-                return int(line.split()[1]) * 1024
-        raise RuntimeError(f"no {field} for pid {self.process.pid}")
-
-    async def listening(self) -> bool:
-        if self.process.poll() is not None:
-            raise RuntimeError(f"the daemon exited with {self.process.returncode}:\n{self.log.read_text()}")
-        for line in self.log.read_text(errors="replace").splitlines():
-            message = str(json.loads(line).get("message", "")) if line.startswith("{") else ""
-            if message.startswith("serving metrics on port "):
-                self.metrics_port = int(message.rsplit(" ", 1)[1])
-            elif message.startswith("serving probes on port "):
-                self.probe_port = int(message.rsplit(" ", 1)[1])
-        return bool(self.metrics_port and self.probe_port)
-
-    async def metrics(self, session: aiohttp.ClientSession) -> dict[str, float]:
-        """Every sample, keyed ``name{label=value,...}``."""
-        async with session.get(f"http://127.0.0.1:{self.metrics_port}/metrics") as response:
-            text = await response.text()
-        samples = {}
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                labels = ",".join(f"{key}={value}" for key, value in sorted(sample.labels.items()))
-                samples[f"{sample.name}{{{labels}}}"] = sample.value
-        return samples
-
-    async def ready(self, session: aiohttp.ClientSession) -> bool:
-        async with session.get(f"http://127.0.0.1:{self.probe_port}/readyz") as response:
-            return response.status == 200
-
-    async def stop(self, timeout: float = 120.0) -> tuple[int, float]:
-        """SIGTERM; the exit code and the seconds it took to exit."""
-        asked = time.perf_counter()
-        self.process.send_signal(signal.SIGTERM)
-        await until(lambda: _exited(self.process), timeout, "the daemon exits")
-        return self.process.returncode, time.perf_counter() - asked
-
-
-async def _exited(process: subprocess.Popen[bytes]) -> bool:
-    return process.poll() is not None
-
-
-async def until(check: Callable[[], Awaitable[bool]], timeout: float, what: str, every: float = 0.1) -> None:
-    deadline = time.perf_counter() + timeout
-    while not await check():
-        if time.perf_counter() > deadline:
-            raise TimeoutError(f"not within {timeout:g}s: {what}")
-        await anyio.sleep(every)
-
-
-async def listening(daemon: Daemon, daemons: list[Daemon], what: str) -> Daemon:
-    """``daemon`` once it listens; listed in ``daemons`` first, so that it is killed if it never does."""
-    daemons.append(daemon)
-    await until(daemon.listening, 60, f"{what} listens")
-    return daemon
-
-
-def total(samples: dict[str, float], prefix: str, *, method: str | None = None) -> float:
-    """The sum of the samples whose key starts with ``prefix`` (and has that ``method`` label)."""
-    return sum(
-        value
-        for key, value in samples.items()
-        if key.startswith(prefix)
-        and (method is None or f"method={method}}}" in key or f"method={method}," in key)
-    )
-
-
-async def settle(daemon: Daemon, session: aiohttp.ClientSession, quiet: float, timeout: float) -> float:
-    """Wait until ``quiet`` seconds pass with no reconcile and nothing queued for one (lease renewals
-    go on); the seconds waited."""
-    began = time.perf_counter()
-    last: tuple[float, float] | None = None
-    since = began
-    while True:
-        samples = await daemon.metrics(session)
-        now = (total(samples, "controller_runtime_reconcile_total"), total(samples, "workqueue_adds_total"))
-        if now != last:
-            last, since = now, time.perf_counter()
-        elif time.perf_counter() - since >= quiet:
-            return time.perf_counter() - began
-        if time.perf_counter() - began > timeout:
-            raise TimeoutError(f"the daemon did not settle within {timeout:g}s")
-        await anyio.sleep(0.5)
 
 
 async def create(kube: KubeCluster, count: int) -> None:
@@ -237,7 +114,24 @@ async def bench(args: argparse.Namespace, workdir: Path) -> None:
                 daemon.process.wait()
 
 
+@dataclass(frozen=True)
+class Launcher:
+    """How every step starts its daemon: on the facade's kubeconfig, with the run's flags, its log in
+    the work folder, and listed in ``daemons`` (so that it is killed if the run fails)."""
+
+    kubeconfig: Path
+    workdir: Path
+    flags: list[str]
+    daemons: list[Daemon]
+
+    async def start(self, instance: str, what: str, *, log: str | None = None) -> Daemon:
+        """A daemon named ``instance`` once it listens (its log ``<log or instance>.log``)."""
+        daemon = Daemon(self.kubeconfig, self.workdir / f"{log or instance}.log", instance, self.flags)
+        return await listening(daemon, self.daemons, what)
+
+
 async def measure(args: argparse.Namespace, workdir: Path, daemons: list[Daemon]) -> None:
+    """The five steps of the module docstring, in order; each emits its own result lines."""
     kubeconfig = workdir / "kubeconfig"
     flags = [
         "--qps",
@@ -247,20 +141,13 @@ async def measure(args: argparse.Namespace, workdir: Path, daemons: list[Daemon]
         "--max-concurrent-reconciles",
         str(args.workers),
     ]
+    launcher = Launcher(kubeconfig, workdir, flags, daemons)
     async with (
         await KubeCluster.from_config(kubeconfig, qps=None) as kube,
         aiohttp.ClientSession() as session,
     ):
         # 1. The baseline: a leading daemon with nothing to reconcile.
-        baseline = await listening(
-            Daemon(kubeconfig, workdir / "baseline.log", "baseline", flags), daemons, "the baseline daemon"
-        )
-        await until(lambda: baseline.ready(session), 60, "the baseline daemon is ready")
-        await settle(baseline, session, args.settle, args.timeout)
-        rss_empty = baseline.memory()
-        code, _ = await baseline.stop()
-        emit("baseline.rss", rss_empty / 2**20, "MiB (0 DGDs, settled)")
-        emit("baseline.exit_code", code, "")
+        rss_empty = await baseline(args, launcher, session)
 
         # 2. The cluster's DGDs, before the daemon starts.
         began = time.perf_counter()
@@ -269,84 +156,100 @@ async def measure(args: argparse.Namespace, workdir: Path, daemons: list[Daemon]
         emit("create.time", time.perf_counter() - began, "s")
 
         # 3. The cold start.
-        daemon = await listening(
-            Daemon(kubeconfig, workdir / "daemon.log", "bench", flags), daemons, "the daemon"
-        )
-        leading: float | None = None
-        ready: float | None = None
-        spawned: float | None = None
-        done: float | None = None
-        first: float | None = None
-        half: float | None = None
-        count, polled, reported = 0, -1.0, 0.0
-        while done is None and daemon.elapsed() <= args.cold_timeout:
-            samples = await daemon.metrics(session)
-            if leading is None and samples.get("leader_election_master_status{name=dgd-operator}") == 1:
-                leading = daemon.elapsed()
-            if ready is None and await daemon.ready(session):
-                ready = daemon.elapsed()
-            if spawned is None and samples.get("dgd_actors{kind=DGDActor}", 0) >= args.dgds:
-                spawned = daemon.elapsed()
-            if daemon.elapsed() - polled >= 1.0:
-                polled = daemon.elapsed()
-                count = await reconciled(kube)
-                if first is None and count >= 1:
-                    first = daemon.elapsed()
-                if half is None and count >= args.dgds / 2:
-                    half = daemon.elapsed()
-                if count == args.dgds:
-                    done = daemon.elapsed()
-            if daemon.elapsed() - reported >= args.progress:
-                reported += args.progress
-                emit(f"cold_start.reconciled@{reported:g}s", count, "DGDs")
-            await anyio.sleep(args.poll)
-        rss_cold = daemon.memory()
-        samples = await daemon.metrics(session)
-        emit("cold_start.leading", leading if leading is not None else float("nan"), "s")
-        emit("cold_start.ready", ready if ready is not None else float("nan"), "s (caches synced)")
-        emit("cold_start.actors_spawned", spawned if spawned is not None else float("nan"), "s")
-        emit(
-            "cold_start.first_dgd_done",
-            first if first is not None else float("nan"),
-            "s (one DGD reconciled)",
-        )
-        emit("cold_start.half_done", half if half is not None else float("nan"), "s (half of them)")
-        if done is None:
-            emit(f"cold_start.reconciled@{daemon.elapsed():.0f}s", count, "DGDs: gave up (--cold-timeout)")
-        else:
-            emit("cold_start.first_reconcile_done", done, "s (every DGD reconciled)")
-        emit("cold_start.rss_after", rss_cold / 2**20, "MiB")
-        report(samples, "cold_start", args.dgds)
-        timeouts = daemon.log.read_text(errors="replace").count("got no reply within")
-        emit("cold_start.ask_timeouts", timeouts, "log lines 'ask ... got no reply within'")
+        daemon = await launcher.start("bench", "the daemon", log="daemon")
+        done = await cold_start(args, daemon, kube, session)
 
         # 4. The steady state (once every DGD was reconciled).
         if done is not None:
-            waited = await settle(daemon, session, args.settle, args.timeout)
-            rss_steady = daemon.memory()
-            emit("steady.settled_after", waited, "s more")
-            emit("steady.rss", rss_steady / 2**20, "MiB")
-            emit("steady.rss_peak", daemon.memory("VmHWM") / 2**20, "MiB")
-            emit("steady.rss_per_dgd", (rss_steady - rss_empty) / args.dgds / 1024, "KiB")
+            await steady(args, daemon, session, rss_empty)
         code, took = await daemon.stop()
         emit("shutdown.exit_code", code, "")
         emit("shutdown.time", took, "s")
         if done is not None:
-            await restart(args, kubeconfig, workdir, flags, session, daemons)
+            await restart(args, launcher, session)
 
 
-async def restart(
-    args: argparse.Namespace,
-    kubeconfig: Path,
-    workdir: Path,
-    flags: list[str],
-    session: aiohttp.ClientSession,
-    daemons: list[Daemon],
-) -> None:
-    """5. An operator restart (an upgrade, a new leader): a new daemon over DGDs already reconciled."""
-    daemon = await listening(
-        Daemon(kubeconfig, workdir / "restart.log", "restart", flags), daemons, "the restarted daemon"
+async def baseline(args: argparse.Namespace, launcher: Launcher, session: aiohttp.ClientSession) -> int:
+    """1. A daemon over an empty cluster, settled: its RSS in bytes (the base of ``rss_per_dgd``)."""
+    daemon = await launcher.start("baseline", "the baseline daemon")
+    await until(lambda: daemon.ready(session), 60, "the baseline daemon is ready")
+    await settle(daemon, session, args.settle, args.timeout)
+    rss_empty = daemon.memory()
+    code, _ = await daemon.stop()
+    emit("baseline.rss", rss_empty / 2**20, "MiB (0 DGDs, settled)")
+    emit("baseline.exit_code", code, "")
+    return rss_empty
+
+
+async def cold_start(
+    args: argparse.Namespace, daemon: Daemon, kube: KubeCluster, session: aiohttp.ClientSession
+) -> float | None:
+    """3. From spawn to every DGD reconciled once: the seconds that took, ``None`` past ``--cold-timeout``."""
+    leading: float | None = None
+    ready: float | None = None
+    spawned: float | None = None
+    done: float | None = None
+    first: float | None = None
+    half: float | None = None
+    count, polled, reported = 0, -1.0, 0.0
+    while done is None and daemon.elapsed() <= args.cold_timeout:
+        samples = await daemon.metrics(session)
+        if leading is None and samples.get("leader_election_master_status{name=dgd-operator}") == 1:
+            leading = daemon.elapsed()
+        if ready is None and await daemon.ready(session):
+            ready = daemon.elapsed()
+        if spawned is None and samples.get("dgd_actors{kind=DGDActor}", 0) >= args.dgds:
+            spawned = daemon.elapsed()
+        if daemon.elapsed() - polled >= 1.0:
+            polled = daemon.elapsed()
+            count = await reconciled(kube)
+            if first is None and count >= 1:
+                first = daemon.elapsed()
+            if half is None and count >= args.dgds / 2:
+                half = daemon.elapsed()
+            if count == args.dgds:
+                done = daemon.elapsed()
+        if daemon.elapsed() - reported >= args.progress:
+            reported += args.progress
+            emit(f"cold_start.reconciled@{reported:g}s", count, "DGDs")
+        await anyio.sleep(args.poll)
+    rss_cold = daemon.memory()
+    samples = await daemon.metrics(session)
+    emit("cold_start.leading", leading if leading is not None else float("nan"), "s")
+    emit("cold_start.ready", ready if ready is not None else float("nan"), "s (caches synced)")
+    emit("cold_start.actors_spawned", spawned if spawned is not None else float("nan"), "s")
+    emit(
+        "cold_start.first_dgd_done",
+        first if first is not None else float("nan"),
+        "s (one DGD reconciled)",
     )
+    emit("cold_start.half_done", half if half is not None else float("nan"), "s (half of them)")
+    if done is None:
+        emit(f"cold_start.reconciled@{daemon.elapsed():.0f}s", count, "DGDs: gave up (--cold-timeout)")
+    else:
+        emit("cold_start.first_reconcile_done", done, "s (every DGD reconciled)")
+    emit("cold_start.rss_after", rss_cold / 2**20, "MiB")
+    report(samples, "cold_start", args.dgds)
+    timeouts = daemon.log.read_text(errors="replace").count("got no reply within")
+    emit("cold_start.ask_timeouts", timeouts, "log lines 'ask ... got no reply within'")
+    return done
+
+
+async def steady(
+    args: argparse.Namespace, daemon: Daemon, session: aiohttp.ClientSession, rss_empty: int
+) -> None:
+    """4. The settled daemon's RSS, its peak, and what each DGD adds to the baseline."""
+    waited = await settle(daemon, session, args.settle, args.timeout)
+    rss_steady = daemon.memory()
+    emit("steady.settled_after", waited, "s more")
+    emit("steady.rss", rss_steady / 2**20, "MiB")
+    emit("steady.rss_peak", daemon.memory("VmHWM") / 2**20, "MiB")
+    emit("steady.rss_per_dgd", (rss_steady - rss_empty) / args.dgds / 1024, "KiB")
+
+
+async def restart(args: argparse.Namespace, launcher: Launcher, session: aiohttp.ClientSession) -> None:
+    """5. An operator restart (an upgrade, a new leader): a new daemon over DGDs already reconciled."""
+    daemon = await launcher.start("restart", "the restarted daemon")
     ready: float | None = None
     spawned: float | None = None
     done: float | None = None
@@ -445,12 +348,7 @@ def main() -> int:
                 time.sleep(0.05)
             anyio.run(bench, args, workdir, backend="asyncio", backend_options={"use_uvloop": True})
         finally:
-            server.send_signal(signal.SIGTERM)
-            try:
-                server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+            terminate(server)
     return 0
 
 

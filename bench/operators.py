@@ -103,12 +103,17 @@ def running(launch: Launch, log: Path) -> Iterator[subprocess.Popen[bytes]]:
     try:
         yield process
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        terminate(process)
+
+
+def terminate(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL if it has not exited in 30 s; returns once it has exited."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
 
 
 async def until_ready(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from dgd.actors.dgd import DGDActor
 from dgd.actors.recorder import reference
 from dgd.domain.events import EventRecord
@@ -9,13 +11,13 @@ from dgd.messages.dgd import DGDStatus, DynamoGraphDeployment
 
 
 async def events_before_status(
-    self: DGDActor, dgd: DynamoGraphDeployment, status: DGDStatus, events: list[EventRecord] | None = None
+    self: DGDActor, dgd: DynamoGraphDeployment, status: DGDStatus, events: Sequence[EventRecord] = ()
 ) -> None:
     """``DGDActor._persist`` with the bug: the queued events are emitted first, then the status is written."""
     if status == dgd.status:
         return
-    for event in events or ():
+    for event in events:
         # posted straight away, not told to the poster: the API sees it before the status
         recorder = self._recorder
-        await recorder.cluster.emit(recorder.event(dgd.metadata.namespace, reference(dgd), event))
+        await recorder._cluster.emit(recorder.event(dgd.metadata.namespace, reference(dgd), event))
     await self._dgd_writer.write_status(dgd, status)

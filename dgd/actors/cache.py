@@ -20,17 +20,15 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 import anyio
 import msgspec
 
 from dgd.actors.cache_kinds import REFERENCES, SLIM
-from dgd.actors.shelf import Shelf, controller_uid
-from dgd.cluster.errors import NotFound
-from dgd.cluster.protocol import Cluster
-from dgd.cluster.resources import ObjectKey, Resource
-from dgd.messages.meta import identity, labels_of
+from dgd.actors.shelf import Shelf
+from dgd.cluster.resources import Resource
+from dgd.messages.meta import identity
 
 T = TypeVar("T")
 
@@ -288,95 +286,27 @@ class Cache:
             self._drop(str(resource), (namespace, name))
 
 
-class Reader:
-    """Reads for reconcilers: the cache for watched kinds, the API for the rest."""
+class CacheView(Protocol):
+    """What a reconciler may do with the cache: read it. The mutators (``apply``, ``observe``,
+    ``forget``, ...) are the informers' and the named writers' (``Syncer``, ``DGDWriter``), who hold the
+    ``Cache`` itself; a reader is handed this view, so a write through it does not type-check."""
 
-    def __init__(self, cluster: Cluster, cache: Cache) -> None:
-        self._cluster = cluster
-        self._cache = cache
-        # Unwatched objects found to exist, and when (``exists``).
-        self._found: dict[tuple[str, str | None, str], float] = {}
+    def slims(self, resource: Resource[Any]) -> bool: ...
 
-    @property
-    def cache(self) -> Cache:
-        return self._cache
+    def caches(self, resource: Resource[Any]) -> bool: ...
 
-    def _answers(self, resource: Resource[Any]) -> bool:
-        """Whether the cache answers every read of ``resource``, "not found" included: a watched kind
-        whose informer finished its first list."""
-        return self._cache.caches(resource) and self._cache.synced(resource)
+    def synced(self, resource: Resource[Any]) -> bool: ...
 
-    async def get(self, key: ObjectKey[T]) -> T | None:
-        """The object, or ``None`` when it does not exist (API errors other than NotFound raise)."""
-        if self._cache.caches(key.resource):
-            cached = self._cache.get(key.resource, key.namespace, key.name)
-            if cached is not None or self._cache.synced(key.resource):
-                return cached
-        try:
-            return await self._cluster.get(key)
-        except NotFound:
-            return None
+    def synced_id(self, rid: str) -> bool: ...
 
-    async def exists(self, key: ObjectKey[Any], *, now: float, fresh_for: float) -> bool:
-        """Whether the object exists. For a kind not watched, an answer "yes" read from the API at most
-        ``fresh_for`` seconds before ``now`` is reused (shared by every reconciler): a vanished object
-        is then noticed that much later, and an object that exists costs one read per period instead
-        of one per reconcile. "No" is never reused."""
-        if self._answers(key.resource):
-            return self._cache.get(key.resource, key.namespace, key.name) is not None
-        memo = (str(key.resource), key.namespace, key.name)
-        seen = self._found.get(memo)
-        if seen is not None and now - seen < fresh_for:
-            return True
-        found = await self.get(key) is not None
-        if found:
-            self._found[memo] = now
-        else:
-            self._found.pop(memo, None)
-        return found
+    def get(self, resource: Resource[T], namespace: str | None, name: str) -> T | None: ...
 
-    def found(self, key: ObjectKey[Any], *, now: float) -> None:
-        """Record that an object of a kind not watched exists as of ``now`` (its caller just created
-        it, or saw it created), for ``exists``."""
-        if not self._cache.caches(key.resource):
-            self._found[(str(key.resource), key.namespace, key.name)] = now
+    def version(self, resource: Resource[Any], namespace: str | None, name: str) -> str | None: ...
 
-    async def controlled_by(self, resource: Resource[T], namespace: str, uid: str | None) -> list[T]:
-        """Objects of ``resource`` in ``namespace`` that the object ``uid`` controls."""
-        if self._answers(resource):
-            return self._cache.controlled_by(resource, uid)
-        listed = (await self._cluster.list(resource, namespace=namespace)).items
-        return [obj for obj in listed if uid is not None and controller_uid(obj) == uid]
+    def list(self, resource: Resource[T], namespace: str | None = None) -> builtins.list[T]: ...
 
-    async def list(self, resource: Resource[T], namespace: str) -> list[T]:
-        """Objects of ``resource`` in ``namespace``."""
-        if self._answers(resource):
-            return self._cache.list(resource, namespace)
-        return (await self._cluster.list(resource, namespace=namespace)).items
+    def count(self, resource: Resource[Any]) -> int: ...
 
-    # Reads some children need besides the above (read-only: nothing here writes the cache).
+    def controlled_by(self, resource: Resource[T], uid: str | None) -> builtins.list[T]: ...
 
-    def watches(self, resource: Resource[Any]) -> bool:
-        """Whether the cache answers every read of ``resource``, "not found" included (a watched kind
-        whose informer finished its first list): a ``get`` of it then never reaches the API."""
-        return self._answers(resource)
-
-    async def fresh(self, key: ObjectKey[T]) -> T:
-        """The object as the API server has it now, past the cache (``NotFound`` when it does not
-        exist): for a reader that knows the cache is behind (its create found the object there)."""
-        return await self._cluster.get(key)
-
-    async def labelled(
-        self, resource: Resource[T], namespace: str, labels: Mapping[str, str], *, fresh: bool = False
-    ) -> builtins.list[T]:
-        """Objects of ``resource`` in ``namespace`` that carry every label of ``labels``: from the cache
-        when it holds the kind, else (or when ``fresh``: a decision that must not rest on a cache that
-        may be behind) one list of the API with that label selector."""
-        if self._cache.caches(resource) and not fresh:
-            return [
-                obj
-                for obj in self._cache.list(resource, namespace)
-                if all(labels_of(obj).get(k) == v for k, v in labels.items())
-            ]
-        selector = ",".join(f"{key}={value}" for key, value in labels.items())
-        return (await self._cluster.list(resource, namespace=namespace, label_selector=selector)).items
+    def referring(self, resource: Resource[T], namespace: str | None, name: str) -> builtins.list[T]: ...

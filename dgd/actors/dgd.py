@@ -24,30 +24,23 @@ and the next reconcile retries.
 
 from __future__ import annotations
 
-import enum
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from msgspec import structs
 
-from dgd.actors.cache import Reader
-from dgd.actors.children.checkpoint_storage import CheckpointStorage, FinalizeCheckpoints, ResolveCheckpoints
-from dgd.actors.children.grove_scaler import GroveScaler
-from dgd.actors.children.restart import RestartResolver
-from dgd.actors.children.rollout import ProgressLedger, Rollout
-from dgd.actors.children.scaling_adapters import ScalingAdapters
-from dgd.actors.children.shared_resources import SharedResources
+from dgd.actors.children.checkpoint_storage import FinalizeCheckpoints, ResolveCheckpoints
+from dgd.actors.children.rollout import ProgressLedger
 from dgd.actors.children.step_failed import StepFailed
-from dgd.actors.children.topology_status import TopologyStatus
 from dgd.actors.dgd_writer import FINALIZER, DGDWriter
 from dgd.actors.on_demand import OnDemand
-from dgd.actors.programs.component import ComponentProgram
-from dgd.actors.programs.grove import GroveProgram
+from dgd.actors.programs import component, grove
 from dgd.actors.programs.result import Program
-from dgd.actors.programs.steps import ProgramParts
-from dgd.actors.reconciler import DGD_CONTROLLER, Nudge, ReconcileObserver, Reconciler
+from dgd.actors.programs.shared_children import checkpoint_storage
+from dgd.actors.reader import Reader
+from dgd.actors.reconciler import DGD_CONTROLLER, Outcome, ReconcileObserver, Reconciler
 from dgd.actors.recorder import Recorder
 from dgd.actors.retries import Intent, Retries
 from dgd.actors.runtime import (
@@ -60,12 +53,11 @@ from dgd.actors.runtime import (
 from dgd.actors.sync import Syncer
 from dgd.actors.workers import Workers
 from dgd.cluster.errors import ClusterError, NotFound
-from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import DCD, DGD, PCS
 from dgd.domain.admission.defaulting import WORKLOAD_PROVIDER, default_in_memory
 from dgd.domain.admission.errors import FieldError
 from dgd.domain.admission.validation import validate_create
-from dgd.domain.events import INTERNAL_ERROR, EventRecord, reconcile_error
+from dgd.domain.events import INTERNAL_ERROR, EventRecord, parked_message, reconcile_error
 from dgd.domain.orchestrators import grove_disabled
 from dgd.domain.preflight import checkpoint_preflight
 from dgd.domain.projection import (
@@ -78,7 +70,7 @@ from dgd.domain.projection import (
 )
 from dgd.domain.provider import COMPONENT, ConflictingProviders, adopt_provider, stored_provider
 from dgd.domain.render.ssh_keys import KeySource
-from dgd.messages.config import OperatorConfig, progress_deadline
+from dgd.messages.config import OperatorConfig
 from dgd.messages.dgd import DGDStatus, DynamoGraphDeployment
 from dgd.messages.timestamps import rfc3339
 
@@ -91,15 +83,6 @@ def _field_order(error: FieldError) -> tuple[int, str]:
     return (0 if error.path.startswith("metadata") else 1), path
 
 
-class Outcome(enum.Enum):
-    """How a reconcile ended, which decides when the next one happens without a nudge."""
-
-    DONE = "done"  #: converged as far as it can now: wait for the next watch event
-    RETRY = "retry"  #: failed in a way that may heal: again after a backoff
-    WAIT = "wait"  #: failed terminally: wait for the DGD to change
-    CRASHED = "crashed"  #: failed on an internal error: again after a backoff, whatever happens meanwhile
-
-
 #: How the DGD actor supervises its children.
 CHILD_SUPERVISION = Supervision(Strategy.ONE_FOR_ONE, intensity=10, period=60.0, backoff=Backoff(0.2, 10.0))
 
@@ -109,13 +92,14 @@ class DGDActor(Reconciler):
 
     supervision = CHILD_SUPERVISION
     controller = DGD_CONTROLLER
+    log = logger
+    retriable = (ClusterError, ConflictingProviders)
 
     def __init__(
         self,
         namespace: str,
         name: str,
         *,
-        cluster: Cluster,
         reader: Reader,
         syncer: Syncer,
         dgd_writer: DGDWriter,
@@ -126,10 +110,11 @@ class DGDActor(Reconciler):
         retries: Retries | None = None,
         reconciles: ReconcileObserver | None = None,
         workers: Workers | None = None,
+        parked_for: float | None = None,
     ) -> None:
-        super().__init__(namespace, name, retries=retries, reconciles=reconciles)
-        self._workers = workers
-        self._cluster = cluster
+        super().__init__(
+            namespace, name, retries=retries, reconciles=reconciles, workers=workers, parked_for=parked_for
+        )
         self._reader = reader
         self._syncer = syncer
         self._dgd_writer = dgd_writer
@@ -140,27 +125,8 @@ class DGDActor(Reconciler):
         self._running: Program | None = None
         self._children = OnDemand()
         self._rollout_progress = ProgressLedger()  # outlives the rollout child, which rests
-        self._reconciled_before = False
 
-    async def receive(self, message: Nudge) -> None:
-        self._cancel_timer()
-        intent = self._intent()
-        if self._deferred(intent):
-            return
-        if self._workers is None:
-            await self._reconcile_and_report(intent)
-            await self._rest()
-            return
-        # Nudges that arrive while this waits for a worker coalesce into one more reconcile; none is
-        # granted once the operator drains.
-        # A DGD reconciled before goes ahead of first reconciles (``Workers``: follow-ups first).
-        async with self._workers.slot(self._key, first=not self._reconciled_before) as granted:
-            if granted:
-                self._reconciled_before = True
-                await self._reconcile_and_report(intent)
-        await self._rest()
-
-    async def _rest(self) -> None:
+    async def after_reconcile(self) -> None:
         """Let the children go once a reconcile is done (``OnDemand``: none holds state of its own)."""
         await self._children.rest(self.context)
 
@@ -168,34 +134,9 @@ class DGDActor(Reconciler):
         dgd = self._reader.cache.get(DGD, self._namespace, self._name)
         return None if dgd is None else (dgd.metadata.generation, bool(dgd.metadata.deletion_timestamp))
 
-    async def _reconcile_and_report(self, intent: Intent | None) -> None:
-        with self._reporting() as report:
-            try:
-                outcome = await self._reconcile()
-            except (ClusterError, ConflictingProviders) as error:
-                logger.info("%s/%s: reconcile failed, will retry: %s", self._namespace, self._name, error)
-                outcome = Outcome.RETRY
-            except Exception:
-                # A bug (ours, or a shape of object we did not foresee) fails this DGD only, as
-                # controller-runtime recovers a reconciler's panic: said to the user in words, retried.
-                logger.exception(
-                    "%s/%s: reconcile failed unexpectedly, will retry", self._namespace, self._name
-                )
-                await self._report_internal_error()
-                outcome = Outcome.CRASHED
-            if outcome in (Outcome.RETRY, Outcome.CRASHED):
-                self._schedule_retry(intent, hold=outcome is Outcome.CRASHED)
-                report.result = "requeue"
-            else:
-                self._succeeded()
-                woken = outcome is Outcome.DONE and self._timer is not None
-                report.result = (
-                    "error" if outcome is Outcome.WAIT else ("requeue_after" if woken else "success")
-                )
-
     # The outer reconcile (§5), in order.
 
-    async def _reconcile(self) -> Outcome:
+    async def reconcile(self) -> Outcome:
         dgd = self._reader.cache.get(DGD, self._namespace, self._name)
         if dgd is None:
             return Outcome.DONE
@@ -207,12 +148,12 @@ class DGDActor(Reconciler):
             provider = stored_provider(dgd)
         except Failure as failure:
             await self._persist(dgd, self._failed(dgd, failure.reason, failure.message))
-            return Outcome.WAIT
+            return Outcome.TERMINAL
         # A DGD admission never checked: report every problem, write nothing else.
         problems = self._validate(dgd)
         if problems:
             await self._persist(dgd, self._failed(dgd, INVALID_SPEC, "; ".join(problems)))
-            return Outcome.WAIT
+            return Outcome.TERMINAL
         # The provider chosen now is recorded with the finalizer below: one write of a new DGD.
         adopted = {WORKLOAD_PROVIDER: await self._adopt_provider(dgd)} if provider is None else {}
         provider = provider or adopted[WORKLOAD_PROVIDER]
@@ -221,7 +162,7 @@ class DGDActor(Reconciler):
         if incompatible:
             dgd = await self._dgd_writer.record(dgd, adopted)
             await self._persist(dgd, self._failed(dgd, FAILED_TO_RECONCILE, "; ".join(incompatible)))
-            return Outcome.WAIT
+            return Outcome.TERMINAL
         program = await self._program(provider)
         # The finalizer, so a deletion waits for our cleanup, with what the program records first.
         if FINALIZER not in (dgd.metadata.finalizers or []):
@@ -249,7 +190,7 @@ class DGDActor(Reconciler):
         logger.info(
             "%s/%s: %s: %s", self._namespace, self._name, result.failure.reason, result.failure.message
         )
-        return Outcome.WAIT if result.failure.terminal else Outcome.RETRY
+        return Outcome.TERMINAL if result.failure.terminal else Outcome.RETRY
 
     async def _finalize(self, dgd: DynamoGraphDeployment) -> Outcome:
         """§15.1: the DGD's automatic checkpoints follow their deletion policy, then the finalizer goes."""
@@ -290,9 +231,7 @@ class DGDActor(Reconciler):
         """The program of ``provider``, its children started on first use (a DGD's provider never
         changes once recorded)."""
         if self._running is None:
-            self._running = (
-                await self._component_program() if provider == COMPONENT else await self._grove_program()
-            )
+            self._running = await self._compose(provider)
         else:
             await self._children.wake(self.context)
         return self._running
@@ -302,58 +241,26 @@ class DGDActor(Reconciler):
         return await self._children.child(self.context, name, build)
 
     async def _checkpoint_storage(self) -> Ref[ResolveCheckpoints | FinalizeCheckpoints]:
-        return await self._child(
-            "checkpoint-storage",
-            lambda: CheckpointStorage(
-                reader=self._reader, syncer=self._syncer, recorder=self._recorder, config=self._config,
-            ),
-        )  # fmt: skip
-
-    async def _program_parts(self) -> ProgramParts:
-        """What both programs are built with: the shared collaborators and the children both ask."""
-        reader, syncer = self._reader, self._syncer
-        shared = await self._child(
-            "shared-resources",
-            lambda: SharedResources(reader=reader, syncer=syncer, config=self._config, keys=self._keys),
-        )
-        checkpoints = await self._checkpoint_storage()
-        restart = await self._child("restart", lambda: RestartResolver(reader=reader))
-        adapters = await self._child(
-            "scaling-adapters",
-            lambda: ScalingAdapters(reader=reader, syncer=syncer),
-        )
-        return ProgramParts(
-            config=self._config, reader=reader, syncer=syncer, now=self._now, shared_resources=shared,
-            checkpoints=checkpoints, restart=restart, adapters=adapters,
-        )  # fmt: skip
-
-    async def _component_program(self) -> Program:
-        rollout = await self._child(
-            "rollout",
-            lambda: Rollout(
-                reader=self._reader, syncer=self._syncer, dgd_writer=self._dgd_writer,
-                recorder=self._recorder, ledger=self._rollout_progress,
-            ),
-        )  # fmt: skip
-        return ComponentProgram(
-            clock=self._wall,
-            progress_deadline=progress_deadline(self._config),
-            rollout=rollout,
-            **await self._program_parts(),
-        )
-
-    async def _grove_program(self) -> Program:
-        parts = await self._program_parts()
-        scaler = await self._child(
-            "grove-scaler", lambda: GroveScaler(reader=self._reader, syncer=self._syncer)
-        )
-        return GroveProgram(
-            dgd_writer=self._dgd_writer,
+        return await checkpoint_storage(
+            self._child,
+            reader=self._reader,
+            syncer=self._syncer,
             recorder=self._recorder,
-            grove_scaler=scaler,
-            topology_status=await self._child("topology-status", TopologyStatus),
-            **parts,
+            config=self._config,
         )
+
+    async def _compose(self, provider: str) -> Program:
+        """The program of ``provider``, composed with its children (each program module's ``compose``)."""
+        reader, syncer, recorder, config = self._reader, self._syncer, self._recorder, self._config
+        if provider == COMPONENT:
+            return await component.compose(
+                self._child, reader=reader, syncer=syncer, annotator=self._dgd_writer, recorder=recorder,
+                config=config, keys=self._keys, wall=self._wall, ledger=self._rollout_progress,
+            )  # fmt: skip
+        return await grove.compose(
+            self._child, reader=reader, syncer=syncer, annotator=self._dgd_writer, recorder=recorder,
+            config=config, keys=self._keys, wall=self._wall,
+        )  # fmt: skip
 
     # The status: one writer, one write, events only after it.
 
@@ -370,31 +277,39 @@ class DGDActor(Reconciler):
         )
 
     async def _persist(
-        self, dgd: DynamoGraphDeployment, status: DGDStatus, events: list[EventRecord] | None = None
+        self, dgd: DynamoGraphDeployment, status: DGDStatus, events: Sequence[EventRecord] = ()
     ) -> None:
         """Write ``status`` if it differs from the stored one; then, and only then, emit ``events``."""
         if status == dgd.status:
             return
         written = await self._dgd_writer.write_status(dgd, status)
-        for event in events or ():
+        for event in events:
             await self._recorder.emit(written, event)
 
     async def _persist_quietly(
-        self, dgd: DynamoGraphDeployment, status: DGDStatus, events: list[EventRecord] | None = None
+        self, dgd: DynamoGraphDeployment, status: DGDStatus, events: Sequence[EventRecord] = ()
     ) -> None:
         try:
             await self._persist(dgd, status, events)
         except ClusterError as error:
             logger.info("%s/%s: status not written: %s", self._namespace, self._name, error)
 
-    async def _report_internal_error(self) -> None:
+    async def report_internal_error(self) -> None:
         """Say on the DGD that its reconcile failed on an internal error (best effort: an error here is
         logged and the retry stands)."""
+        await self._report_failure(INTERNAL_ERROR, "the internal error")
+
+    async def report_parked(self, retry_in: float) -> None:
+        """Say on the DGD that its actor is parked (``Reconciler.on_start``): the same status path as
+        every reconcile, so an unchanged status is not written again."""
+        await self._report_failure(parked_message(retry_in), "the parking")
+
+    async def _report_failure(self, message: str, what: str) -> None:
         dgd = self._reader.cache.get(DGD, self._namespace, self._name)
         if dgd is None or dgd.metadata.deletion_timestamp:
             return
-        status = self._failed(dgd, FAILED_TO_RECONCILE, INTERNAL_ERROR)
+        status = self._failed(dgd, FAILED_TO_RECONCILE, message)
         try:
-            await self._persist_quietly(dgd, status, [reconcile_error(INTERNAL_ERROR)])
+            await self._persist_quietly(dgd, status, [reconcile_error(message)])
         except Exception:
-            logger.exception("%s/%s: the internal error could not be reported", self._namespace, self._name)
+            logger.exception("%s/%s: %s could not be reported", self._namespace, self._name, what)

@@ -1,5 +1,9 @@
 """The writes the operator makes to a DGD itself: controller-owned annotations, its finalizer, status.
 
+Only the DGD actor holds a ``DGDWriter`` (an import-linter contract keeps ``children/`` and
+``programs/`` from importing this module): it writes the finalizer and the status, and hands its
+programs the annotation writes alone, as a ``dgd.actors.dgd_metadata.DGDAnnotator``.
+
 Every write carries the resourceVersion the caller holds (optimistic concurrency): a DGD changed
 meanwhile is a ``Conflict``, and the reconcile starts again from fresh state rather than overwrite
 what it did not see. Each returns the DGD as stored after the write (its new resourceVersion is what
@@ -9,29 +13,27 @@ the next write must carry) and records it in the cache.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Protocol
 
 import msgspec
 
 from dgd.actors.cache import Cache
-from dgd.actors.recorder import Recorder
 from dgd.cluster import merge_patch
-from dgd.cluster.protocol import Cluster
+from dgd.cluster.protocol import ClusterWriter, StatusWriter
 from dgd.cluster.resources import DGD
-from dgd.domain.worker_generation import (
-    ROLLING_UPDATE_NOT_SUPPORTED,
-    WorkerHashPlan,
-    migrated_event,
-    migration,
-)
 from dgd.messages.dgd import DGDStatus, DynamoGraphDeployment
 
 FINALIZER = "nvidia.com/finalizer"
 
 
-class DGDWriter:
-    """Writes one DGD's annotations, finalizers and status (only the DGD actor and its program hold one)."""
+class _Port(ClusterWriter, StatusWriter, Protocol):
+    """The writes a ``DGDWriter`` makes: metadata patches and status patches."""
 
-    def __init__(self, cluster: Cluster, cache: Cache) -> None:
+
+class DGDWriter:
+    """Writes DGDs' annotations, finalizers and status (the DGD actor alone holds one; see the module)."""
+
+    def __init__(self, cluster: _Port, cache: Cache) -> None:
         self._cluster = cluster
         self._cache = cache
 
@@ -90,29 +92,3 @@ class DGDWriter:
         )
         self._cache.observe(DGD, written)
         return written
-
-
-async def migrate_worker_hash(
-    writer: DGDWriter, recorder: Recorder, dgd: DynamoGraphDeployment, desired: str
-) -> DynamoGraphDeployment:
-    """§12.1 migration, as both programs run it first: a v1-only DGD records its v2 hash, then the
-    ``WorkerHashMigrated`` event is emitted. Raises the port's error when the write fails."""
-    changes = migration(dgd.metadata.annotations or {}, desired)
-    if not changes:
-        return dgd
-    written = await writer.annotate(dgd, changes)
-    await recorder.emit(written, migrated_event(desired))
-    return written
-
-
-async def commit_unmanaged(
-    writer: DGDWriter, recorder: Recorder, dgd: DynamoGraphDeployment, plan: WorkerHashPlan
-) -> DynamoGraphDeployment:
-    """§12.7 commit where no managed rollout runs (Grove, multinode): the planned annotations, then a
-    ``RollingUpdateNotSupported`` warning when the generation changed. Raises the port's error."""
-    if not plan.annotations:
-        return dgd
-    written = await writer.annotate(dgd, plan.annotations)
-    if plan.changed:
-        await recorder.emit(written, ROLLING_UPDATE_NOT_SUPPORTED)
-    return written

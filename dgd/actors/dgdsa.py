@@ -33,9 +33,10 @@ import logging
 from collections.abc import Callable
 
 from dgd.actors.cache import Cache
-from dgd.actors.reconciler import ADAPTER_CONTROLLER, Nudge, ReconcileObserver, Reconciler
+from dgd.actors.reconciler import ADAPTER_CONTROLLER, Outcome, ReconcileObserver, Reconciler
 from dgd.actors.recorder import Recorder
 from dgd.actors.retries import Intent, Retries
+from dgd.actors.workers import Workers
 from dgd.cluster.errors import ClusterError, Conflict, NotFound
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import DGD, DGDSA
@@ -48,7 +49,7 @@ from dgd.domain.adapters import (
     scaled_component,
     update_failed,
 )
-from dgd.domain.events import INTERNAL_ERROR, EventRecord, reconcile_error
+from dgd.domain.events import INTERNAL_ERROR, EventRecord, parked_message, reconcile_error
 from dgd.messages.base import JSONObject
 from dgd.messages.dgdsa import DynamoGraphDeploymentScalingAdapter as Adapter
 from dgd.messages.timestamps import rfc3339
@@ -64,6 +65,8 @@ class AdapterActor(Reconciler):
     component's replicas in the DGD."""
 
     controller = ADAPTER_CONTROLLER
+    log = logger
+    retriable = (ClusterError,)
 
     def __init__(
         self,
@@ -76,38 +79,16 @@ class AdapterActor(Reconciler):
         recorder: Recorder,
         retries: Retries | None = None,
         reconciles: ReconcileObserver | None = None,
+        workers: Workers | None = None,
+        parked_for: float | None = None,
     ) -> None:
-        super().__init__(namespace, name, retries=retries, reconciles=reconciles)
+        super().__init__(
+            namespace, name, retries=retries, reconciles=reconciles, workers=workers, parked_for=parked_for
+        )
         self._cluster = cluster
         self._cache = cache
         self._wall = wall
         self._recorder = recorder
-
-    async def receive(self, message: Nudge) -> None:
-        self._cancel_timer()
-        intent = self._intent()
-        if self._deferred(intent):
-            return
-        with self._reporting() as report:
-            crashed = False
-            try:
-                converged = await self._reconcile()
-            except ClusterError as error:
-                logger.info("%s/%s: reconcile failed, will retry: %s", self._namespace, self._name, error)
-                converged = False
-            except Exception:
-                # As in the DGD actor: one adapter's bug fails only its own reconciles, retried.
-                logger.exception(
-                    "%s/%s: reconcile failed unexpectedly, will retry", self._namespace, self._name
-                )
-                self._report_internal_error()
-                converged, crashed = False, True
-            if converged:
-                self._succeeded()
-                report.result = "success"
-            else:
-                self._schedule_retry(intent, hold=crashed)
-                report.result = "requeue"
 
     def _intent(self) -> Intent | None:
         adapter = self._cache.get(DGDSA, self._namespace, self._name)
@@ -115,14 +96,26 @@ class AdapterActor(Reconciler):
             return None
         return adapter.metadata.generation, bool(adapter.metadata.deletion_timestamp)
 
-    def _report_internal_error(self) -> None:
+    async def report_parked(self, retry_in: float) -> None:
+        """Say on the adapter, in a Warning event, that its actor is parked (it has no status of ours
+        to say it in)."""
+        adapter = self._cache.get(DGDSA, self._namespace, self._name)
+        if adapter is not None:
+            record = reconcile_error(parked_message(retry_in))
+            self._recorder.emit_regarding(adapter.metadata.namespace, adapter_reference(adapter), record)
+
+    async def report_internal_error(self) -> None:
         adapter = self._cache.get(DGDSA, self._namespace, self._name)
         if adapter is not None and self.failures == 0:
             self._recorder.emit_regarding(
                 adapter.metadata.namespace, adapter_reference(adapter), reconcile_error(INTERNAL_ERROR)
             )
 
-    async def _reconcile(self) -> bool:
+    async def reconcile(self) -> Outcome:
+        """One pass of §13.3; ``RETRY`` when it must be retried."""
+        return Outcome.DONE if await self._pass() else Outcome.RETRY
+
+    async def _pass(self) -> bool:
         """One pass of §13.3; ``False`` when it must be retried."""
         adapter = self._cache.get(DGDSA, self._namespace, self._name)
         if adapter is None or adapter.metadata.deletion_timestamp:

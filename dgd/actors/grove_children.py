@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from dgd.actors.cache import Reader
+from dgd.actors.reader import Reader
 from dgd.cluster.resources import PCLQ, PCSG
 from dgd.domain.readiness import ChildReadiness, child_name, observe_pcsg, observe_podclique
 from dgd.domain.roles import uses_pcsg

@@ -151,7 +151,7 @@ class Recorder:
         now: Callable[[], float],
         on_dropped: Callable[[str], None] | None = None,
     ) -> None:
-        self.cluster = cluster
+        self._cluster = cluster
         self.now = now
         self._instance = instance
         self._poster: Ref[PostEvent] | None = None
@@ -165,7 +165,7 @@ class Recorder:
 
     def poster(self) -> EventPoster:
         """The actor that posts this recorder's events (for the operator tree)."""
-        return EventPoster(self.cluster, self)
+        return EventPoster(self._cluster, self)
 
     async def emit(self, dgd: DynamoGraphDeployment, record: EventRecord) -> None:
         """Tell the poster one event about ``dgd`` (returns at once)."""

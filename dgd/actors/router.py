@@ -198,7 +198,8 @@ class Router(Actor[RouterMessage]):
         await self._supervisor(family).tell(StopChild(actor_id))
 
     async def _resume_if_respecified(self, family: ObjectActors, actor_id: str, old: Any, new: Any) -> None:
-        """A new spec ends the wait of a parked actor (see ``dgd.actors.parked``)."""
+        """A new spec ends the wait of a parked actor (``Supervision.park``; its stand-in said why, see
+        ``Reconciler.on_start``)."""
         if old is not None and old.metadata.generation != new.metadata.generation:
             await self._supervisor(family).tell(RestartChildNow(actor_id))
 

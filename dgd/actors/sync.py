@@ -27,7 +27,8 @@ from typing import Any, TypeVar, cast
 import anyio
 import msgspec
 
-from dgd.actors.cache import Cache, Reader
+from dgd.actors.cache import Cache
+from dgd.actors.reader import Reader
 from dgd.actors.recorder import Recorder
 from dgd.cluster.errors import AlreadyExists, ClusterError, Conflict, NotFound
 from dgd.cluster.protocol import Cluster, Preconditions

@@ -6,7 +6,8 @@
     /operator                      supervisor, rest_for_one: a restarted DGD or adapter supervisor
     │                              restarts the router, which rebuilds every actor from the cache
     ├── dgds
-    │   └── <namespace>/<name>     DGDActor (transient), with its pathway's children
+    │   ├── <namespace>/<name>     DGDActor (transient), with its pathway's children
+    │   └── <ns>/<name>@parked     while that actor is parked: its stand-in, which says so and ends
     ├── adapters                   the DGDSA controller
     │   └── <namespace>/<name>     AdapterActor (transient): adapter replicas -> DGD component
     ├── router                     watch event -> DGD or adapter key -> nudge; starts and stops them
@@ -22,23 +23,24 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from dgd.actors.cache import Cache, Reader
+from dgd.actors.cache import Cache
 from dgd.actors.dgd import DGDActor
 from dgd.actors.dgd_writer import DGDWriter
 from dgd.actors.dgdsa import AdapterActor
 from dgd.actors.informer import Informer
-from dgd.actors.parked import Parked, ParkedReporter
+from dgd.actors.reader import Reader
 from dgd.actors.reconciler import ReconcileObserver
 from dgd.actors.recorder import Recorder
 from dgd.actors.retries import Retries
 from dgd.actors.router import DEFAULT_RESYNC, Router
 from dgd.actors.runtime import (
+    Actor,
     Backoff,
     ChildSpec,
     Context,
     DynamicSupervisor,
-    Ref,
     Restart,
+    StartChild,
     Strategy,
     Supervision,
     Supervisor,
@@ -75,7 +77,8 @@ EVENTS = "/events"
 DGDS = f"{OPERATOR}/dgds"
 ADAPTERS = f"{OPERATOR}/adapters"
 ROUTER = f"{OPERATOR}/router"
-PARKED = f"{OPERATOR}/parked"
+#: The suffix of the id of a parked actor's stand-in (``Reconciler.on_start``), beside it.
+PARKED = "@parked"
 INFORMERS = f"{OPERATOR}/informers"
 
 #: The kinds every operator watches; the Grove kinds are added when the Grove gate is on.
@@ -134,6 +137,7 @@ def operator_children(
     reconciles: ReconcileObserver | None = None,
     namespaces: Sequence[str] = (),
     workers: Workers | None = None,
+    adapter_workers: Workers | None = None,
     on_rejected: Callable[[str], None] | None = None,
     on_events_dropped: Callable[[str], None] | None = None,
 ) -> Sequence[ChildSpec[Any]]:
@@ -143,22 +147,33 @@ def operator_children(
     ``reconciles`` hears about every reconcile (the daemon's metrics). ``namespaces``: the namespaces
     watched in namespace-restricted mode (default: ``namespace.restricted`` of ``config`` if set, else
     every namespace); ``config.namespace.restricted`` must be set when they are given (it is the
-    restricted-mode switch). ``workers`` bounds the DGD reconciles that run at once (default: no
-    bound). ``on_rejected`` hears the kind of every object an informer cannot decode (the daemon's
-    metrics), ``on_events_dropped`` why each event the poster dropped was dropped."""
+    restricted-mode switch). ``workers`` bounds the DGD reconciles that run at once, and
+    ``adapter_workers`` the scaling adapters' (default: no bound). ``on_rejected`` hears the kind
+    of every object an informer cannot decode (the daemon's metrics), ``on_events_dropped`` why each
+    event the poster dropped was dropped."""
     if namespaces and not config.namespace.restricted:
         raise ValueError("namespaces given in cluster-wide mode: set namespace.restricted as well")
     scopes = tuple(namespaces) or ((config.namespace.restricted,) if config.namespace.restricted else None)
     wiring = _Wiring(
         cluster, cache if cache is not None else Cache(), config=config, wall=wall, instance=instance,
-        keys=keys, reconciles=reconciles, workers=workers, on_rejected=on_rejected,
-        on_events_dropped=on_events_dropped,
+        keys=keys, reconciles=reconciles, workers=workers, adapter_workers=adapter_workers,
+        on_rejected=on_rejected, on_events_dropped=on_events_dropped,
     )  # fmt: skip
     return [
         # Events are posted beside the operator, so a restart of either leaves the other alone.
         ChildSpec(EVENTS[1:], wiring.recorder.poster, Restart.PERMANENT, shutdown=5.0),
         ChildSpec(OPERATOR[1:], lambda: wiring.operator(watched(config), scopes, resync), shutdown=60.0),
     ]
+
+
+def _object_spec(
+    namespace: str, name: str, build: Callable[[], Actor[Any]], parked_for: float | None
+) -> ChildSpec[Any]:
+    """The child spec of an object's actor (transient: it ends when its object is gone), or of the
+    stand-in of a parked one (temporary: it reports, ends, and is forgotten)."""
+    if parked_for is None:
+        return ChildSpec(f"{namespace}/{name}", build, Restart.TRANSIENT, shutdown=10.0)
+    return ChildSpec(f"{namespace}/{name}{PARKED}", build, Restart.TEMPORARY, shutdown=10.0)
 
 
 class _Wiring:
@@ -175,11 +190,13 @@ class _Wiring:
         keys: KeySource,
         reconciles: ReconcileObserver | None,
         workers: Workers | None,
+        adapter_workers: Workers | None,
         on_rejected: Callable[[str], None] | None,
         on_events_dropped: Callable[[str], None] | None = None,
     ) -> None:
         self.cluster, self.cache, self.config, self.wall = cluster, cache, config, wall
         self.instance, self.keys, self.reconciles, self.workers = instance, keys, reconciles, workers
+        self.adapter_workers = adapter_workers
         self.on_rejected = on_rejected
         self.reader = Reader(cluster, cache)
         self.recorder = Recorder(cluster, instance=instance, now=wall, on_dropped=on_events_dropped)
@@ -209,45 +226,45 @@ class _Wiring:
                 ChildSpec("adapters", lambda: self.objects_supervisor("adapter"), shutdown=15.0),
                 ChildSpec("router", router),
                 ChildSpec("informers", informers, shutdown=5.0),
-                # Last: a restart of it restarts nothing else.
-                ChildSpec(
-                    PARKED.rsplit("/", 1)[1],
-                    lambda: ParkedReporter(
-                        cache=self.cache, dgd_writer=self.dgd_writer, recorder=self.recorder, wall=self.wall
-                    ),
-                ),
             ],
             Supervision(Strategy.REST_FOR_ONE, intensity=10, period=60.0),
         )
 
     def objects_supervisor(self, kind: Literal["dgd", "adapter"]) -> DynamicSupervisor:
-        """The supervisor of the DGD or adapter actors: one it parks is reported by ``PARKED``."""
+        """The supervisor of the DGD or adapter actors: one it parks is reported by a stand-in of the
+        same class beside it, which says so through that controller's own status path and ends."""
+        spawn = self.dgd_actor if kind == "dgd" else self.adapter_actor
 
         def parked(context: Context[Any], actor_id: str, retry_in: float) -> None:
             namespace, _, name = actor_id.partition("/")
-            reporter: Ref[Parked] = Ref(context.system, PARKED)
-            reporter.tell_nowait(Parked(kind, namespace, name, retry_in))
+            context.ref.tell_nowait(StartChild(spawn(namespace, name, parked_for=retry_in)))
 
         return DynamicSupervisor(DGDS_SUPERVISION, on_parked=parked)
 
-    def dgd_actor(self, namespace: str, name: str) -> ChildSpec[Any]:
+    def dgd_actor(self, namespace: str, name: str, *, parked_for: float | None = None) -> ChildSpec[Any]:
+        """The DGD actor of ``namespace/name``, or (``parked_for``) the stand-in of a parked one."""
+
         def build() -> DGDActor:
             return DGDActor(
-                namespace, name, cluster=self.cluster, reader=self.reader, syncer=self.syncer,
-                dgd_writer=self.dgd_writer, recorder=self.recorder, config=self.config, wall=self.wall,
-                keys=self.keys, retries=self.dgd_retries, reconciles=self.reconciles, workers=self.workers,
+                namespace, name, reader=self.reader, syncer=self.syncer, dgd_writer=self.dgd_writer,
+                recorder=self.recorder, config=self.config, wall=self.wall, keys=self.keys,
+                retries=self.dgd_retries, reconciles=self.reconciles, workers=self.workers,
+                parked_for=parked_for,
             )  # fmt: skip
 
-        return ChildSpec(f"{namespace}/{name}", build, Restart.TRANSIENT, shutdown=10.0)
+        return _object_spec(namespace, name, build, parked_for)
 
-    def adapter_actor(self, namespace: str, name: str) -> ChildSpec[Any]:
+    def adapter_actor(self, namespace: str, name: str, *, parked_for: float | None = None) -> ChildSpec[Any]:
+        """The adapter actor of ``namespace/name``, or (``parked_for``) the stand-in of a parked one."""
+
         def build() -> AdapterActor:
             return AdapterActor(
                 namespace, name, cluster=self.cluster, cache=self.cache, wall=self.wall,
                 recorder=self.recorder, retries=self.adapter_retries, reconciles=self.reconciles,
+                workers=self.adapter_workers, parked_for=parked_for,
             )  # fmt: skip
 
-        return ChildSpec(f"{namespace}/{name}", build, Restart.TRANSIENT, shutdown=10.0)
+        return _object_spec(namespace, name, build, parked_for)
 
     def informer(self, resource: Resource[Any], scopes: Sequence[str] | None) -> ChildSpec[Any]:
         def build() -> Informer:

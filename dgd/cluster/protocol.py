@@ -133,8 +133,9 @@ class Watch(Protocol[T]):
     async def aclose(self) -> None: ...
 
 
-class Cluster(Protocol):
-    """What actors may do to the API. Every method may raise any ``ClusterError``."""
+class ClusterReader(Protocol):
+    """The reads of the port: what a reconciler may ask of the API besides its cache. Every method may
+    raise any ``ClusterError``."""
 
     async def get(self, key: ObjectKey[T]) -> T:
         """The object, or ``NotFound``."""
@@ -151,6 +152,14 @@ class Cluster(Protocol):
         (``a=b,c!=d,e in (f,g),!h``; a malformed selector is ``Invalid``)."""
         ...
 
+    async def get_scale(self, key: ObjectKey[T]) -> Scale:
+        """The scale subresource (``NotFound`` for a kind without one)."""
+        ...
+
+
+class ClusterWatcher(ClusterReader, Protocol):
+    """Reads and watches: what an informer needs (a list, then a watch from its resourceVersion)."""
+
     def watch(
         self,
         resource: Resource[T],
@@ -164,6 +173,11 @@ class Cluster(Protocol):
         object. Objects that start or stop matching the selector arrive as ``ADDED``/``DELETED``.
         With ``bookmarks`` the server may send ``BOOKMARK`` events."""
         ...
+
+
+class ClusterWriter(Protocol):
+    """The writes of objects' spec and metadata (and their scale), for the named writers that hold one
+    (``dgd.actors.sync.Syncer``, the DGD's own writer). Every method may raise any ``ClusterError``."""
 
     async def create(self, resource: Resource[T], obj: T) -> T:
         """Store a new object (name, or ``generateName``); ``AlreadyExists`` if the name is taken.
@@ -192,6 +206,15 @@ class Cluster(Protocol):
         ``Background``)."""
         ...
 
+    async def replace_scale(self, key: ObjectKey[T], scale: Scale) -> Scale:
+        """Set ``spec.replicas`` through the scale subresource; ``Conflict`` if
+        ``scale.metadata.resource_version`` is set and stale."""
+        ...
+
+
+class StatusWriter(Protocol):
+    """The writes of the status subresource: held by the one status writer of each kind."""
+
     async def replace_status(self, resource: Resource[T], obj: T) -> T:
         """Replace only ``status``; every other change in ``obj`` is ignored. Never bumps generation."""
         ...
@@ -202,14 +225,11 @@ class Cluster(Protocol):
         """Merge-patch only ``status``; every other change in the patch is ignored."""
         ...
 
-    async def get_scale(self, key: ObjectKey[T]) -> Scale:
-        """The scale subresource (``NotFound`` for a kind without one)."""
-        ...
 
-    async def replace_scale(self, key: ObjectKey[T], scale: Scale) -> Scale:
-        """Set ``spec.replicas`` through the scale subresource; ``Conflict`` if
-        ``scale.metadata.resource_version`` is set and stale."""
-        ...
+class Cluster(ClusterWatcher, ClusterWriter, StatusWriter, Protocol):
+    """Everything actors may do to the API (each adapter implements all of it). Every method may raise
+    any ``ClusterError``. Hand a collaborator only the part it needs: ``ClusterReader``,
+    ``ClusterWatcher``, ``ClusterWriter`` or ``StatusWriter``."""
 
     async def bind(self, key: ObjectKey[T], node: str) -> None:
         """Assign the pod ``key`` to ``node`` (a ``Binding``, as a scheduler does: ``spec.nodeName``

@@ -277,7 +277,9 @@ class Daemon:
             fence=fence,
             writes=self.recorder,
         )
+        # Each controller has its own pool of workers (controller-runtime's MaxConcurrentReconciles).
         workers = Workers(self.settings.max_concurrent_reconciles)
+        adapter_workers = Workers(self.settings.max_concurrent_reconciles)
         children = operator_children(
             cluster,
             config=self._config,
@@ -289,6 +291,7 @@ class Daemon:
             reconciles=self.metrics,
             namespaces=self.settings.namespaces,
             workers=workers,
+            adapter_workers=adapter_workers,
             on_rejected=self.metrics.undecodable,
             on_events_dropped=self.metrics.event_dropped,
         )
@@ -311,7 +314,9 @@ class Daemon:
                     return EXIT_FAILED
                 self.health.role = Role.STOPPING
                 logger.info("stopping: draining within %gs", self.settings.shutdown_timeout)
-                workers.close()  # reconciles under way finish; those waiting for a worker never start
+                # Reconciles under way finish; those waiting for a worker never start.
+                workers.close()
+                adapter_workers.close()
                 await self._drain(system, lost)
         except Exception as failure:
             logger.critical("the operator failed: %r", failure, exc_info=failure)

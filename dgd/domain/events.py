@@ -15,6 +15,7 @@ A record names no object it is about: the regarding object (the DGD) is added wh
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import msgspec
@@ -74,6 +75,16 @@ INTERNAL_ERROR = (
     "The operator failed on an internal error while reconciling this resource; it retries with a backoff "
     "(the operator's log has the details)"
 )
+
+
+def parked_message(retry_in: float) -> str:
+    """What the status and the event say of an object whose actor was parked for ``retry_in`` seconds
+    after repeated internal failures (no actor paths, no exception names: those are in the log)."""
+    return (
+        "The operator stopped working on this resource after repeated internal failures; it tries "
+        f"again in about {math.ceil(retry_in)} s, or at once when the spec changes (the operator's log "
+        "has the details)"
+    )
 
 
 def reconcile_error(message: str) -> EventRecord:

@@ -136,7 +136,7 @@ async def _forget_on_restart(self: SharedResources) -> None:
         namespace, name = self.context.path.split("/")[3:5]
         account = SERVICE_ACCOUNT.key(namespace, f"{name}-k8s-service-discovery")
         with contextlib.suppress(NotFound):
-            await self._reader._cluster.delete(account)
+            await self._syncer._cluster.delete(account)
     _UNCLEAN.add(key)
 
 

@@ -12,7 +12,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.e2e.harness import Operators, Recorder, ServedCluster, serve_cluster
+from tests.e2e.harness import ServedCluster, serve_cluster
+from tests.e2e.operators import Operators
+from tests.e2e.recorder import Recorder
 
 
 @pytest.fixture

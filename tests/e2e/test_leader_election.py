@@ -8,7 +8,9 @@ import time
 
 import pytest
 
-from tests.e2e.harness import FAST_LEASE, Operators, ServedCluster, agg, eventually
+from tests.e2e.eventually import eventually
+from tests.e2e.harness import ServedCluster, agg
+from tests.e2e.operators import FAST_LEASE, Operators
 
 pytestmark = pytest.mark.anyio
 

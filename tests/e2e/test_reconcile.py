@@ -8,7 +8,10 @@ from collections import Counter
 import pytest
 
 from dgd.cluster.resources import NAMESPACE, SERVICE
-from tests.e2e.harness import DGDS, NS, Operators, Recorder, ServedCluster, agg, component_disagg, eventually
+from tests.e2e.eventually import eventually
+from tests.e2e.harness import DGDS, NS, ServedCluster, agg, component_disagg
+from tests.e2e.operators import Operators
+from tests.e2e.recorder import Recorder
 
 pytestmark = pytest.mark.anyio
 

@@ -12,16 +12,9 @@ import pytest
 from dgd.cluster.resources import DGDSA
 from dgd.messages.trace import Apply, Delete, Expect, Patch
 from dgd.sim.trace_io import read_trace
-from tests.e2e.harness import (
-    DGDS,
-    EXECUTABLE,
-    NS,
-    Operators,
-    ServedCluster,
-    agg,
-    component_disagg,
-    eventually,
-)
+from tests.e2e.eventually import eventually
+from tests.e2e.harness import DGDS, NS, ServedCluster, agg, component_disagg
+from tests.e2e.operators import EXECUTABLE, Operators
 
 pytestmark = pytest.mark.anyio
 

@@ -8,7 +8,9 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from dgd.cluster.resources import PCLQ
-from tests.e2e.harness import DGDS, NS, Operators, ServedCluster, agg, eventually
+from tests.e2e.eventually import eventually
+from tests.e2e.harness import DGDS, NS, ServedCluster, agg
+from tests.e2e.operators import Operators
 
 pytestmark = pytest.mark.anyio
 

@@ -9,7 +9,7 @@ import pytest
 
 from dgd.cluster.kube.adapter import KubeCluster
 from tests.conftest import kubectl
-from tests.e2e.harness import Operators
+from tests.e2e.operators import Operators
 from tests.real.controlplane import ControlPlane
 from tests.real.harness import LEASE_NS, RealCluster, ensure_namespace, new_namespace
 

@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -25,9 +25,12 @@ from anyio.abc import TaskStatus
 
 from dgd.cluster.errors import AlreadyExists, NotFound
 from dgd.cluster.kube.adapter import KubeCluster
+from dgd.cluster.protocol import Watch
 from dgd.cluster.resources import CHECKPOINT, DGD, LEASE, NAMESPACE, ObjectKey, Resource
 from dgd.messages.base import JSONObject
-from tests.e2e.harness import CHILD_KINDS, EXECUTABLE, eventually
+from tests.e2e.eventually import eventually
+from tests.e2e.operators import EXECUTABLE, Operators
+from tests.e2e.recorder import CHILD_KINDS, CreationLog, owned_children
 from tests.real.controlplane import ControlPlane
 from tests.upstream import DYNAMO
 
@@ -147,13 +150,7 @@ class RealCluster:
     async def children(self, name: str) -> Counter[str]:
         """How many objects of each kind the operator created for the DGD (its owner references)."""
         uid = (await self.dgd(name))["metadata"]["uid"]
-        counts: Counter[str] = Counter()
-        for resource in CHILD_KINDS:
-            with contextlib.suppress(NotFound):
-                for item in (await self.kube.list(resource.as_raw(), namespace=self.namespace)).items:
-                    if any(owner["uid"] == uid for owner in item["metadata"].get("ownerReferences") or []):
-                        counts[resource.kind] += 1
-        return counts
+        return await owned_children(self.kube, uid, self.namespace)
 
     async def holder(self) -> str | None:
         """Who holds the operator's Lease (``None``: nobody, or no Lease yet)."""
@@ -233,16 +230,33 @@ async def world(cluster: RealCluster, directory: Path, *flags: str) -> AsyncIter
         print(f"--- the last lines of sim world's log:\n{running.tail(60)}")
 
 
-@dataclass
-class Creations:
-    """Every object of the operator's child kinds created and deleted in one namespace since ``run``
-    started, from watches on the real API server."""
+@asynccontextmanager
+async def watch_from_now(
+    kube: KubeCluster, resource: Resource[JSONObject], namespace: str
+) -> AsyncIterator[Watch[JSONObject]]:
+    """A watch of ``resource`` in ``namespace`` from what is there now: a list, then a watch from its
+    resourceVersion (so it reports only what happens after, and misses nothing)."""
+    listed = await kube.list(resource, namespace=namespace)
+    async with kube.watch(resource, namespace=namespace, resource_version=listed.resource_version) as watch:
+        yield watch
 
-    kube: KubeCluster
-    namespace: str
-    uids: dict[str, set[str]] = field(default_factory=dict)
-    deleted: list[str] = field(default_factory=list)
-    created: int = 0
+
+@asynccontextmanager
+async def operated(real: RealCluster, daemons: Operators, directory: Path) -> AsyncIterator[None]:
+    """One daemon (``only``, on the default configuration) and ``sim world`` running for the block."""
+    config = written_config(directory)
+    async with world(real, directory):
+        await daemons.start("only", flags=run_flags(config))
+        yield
+
+
+class Creations(CreationLog):
+    """Every object of the operator's child kinds created and deleted in one namespace since ``run``
+    started, from watches on the real API server (keyed ``kind name``)."""
+
+    def __init__(self, kube: KubeCluster, namespace: str) -> None:
+        super().__init__()
+        self.kube, self.namespace = kube, namespace
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Watch every child kind until cancelled; ``started`` once every watch is open."""
@@ -253,25 +267,11 @@ class Creations:
             task_status.started()
 
     async def _follow(self, resource: Resource[JSONObject], *, task_status: TaskStatus[None]) -> None:
-        listed = await self.kube.list(resource, namespace=self.namespace)
-        async with self.kube.watch(
-            resource, namespace=self.namespace, resource_version=listed.resource_version
-        ) as watch:
+        async with watch_from_now(self.kube, resource, self.namespace) as watch:
             task_status.started()
             async for event in watch:
-                if event.object is None:
-                    continue
-                metadata = event.object["metadata"]
-                key = f"{resource.kind} {metadata['name']}"
-                if event.type == "ADDED":
-                    self.uids.setdefault(key, set()).add(metadata["uid"])
-                    self.created += 1
-                elif event.type == "DELETED":
-                    self.deleted.append(key)
-
-    def recreated(self) -> dict[str, set[str]]:
-        """The names created more than once (a different uid each time)."""
-        return {key: uids for key, uids in self.uids.items() if len(uids) > 1}
+                if event.object is not None:
+                    self.note(event, f"{resource.kind} {event.object['metadata']['name']}")
 
 
 def written_config(directory: Path, text: str = CONFIG) -> Path:

@@ -31,7 +31,8 @@ from dgd.daemon import certificates
 from dgd.daemon.registration import CONVERTED_CRDS, WebhookSettings, conversion_patch
 from dgd.domain.quantity import canonical_quantity
 from tests.conftest import kubectl
-from tests.e2e.harness import Operators, eventually
+from tests.e2e.eventually import eventually
+from tests.e2e.operators import Operators
 from tests.real.harness import EXAMPLES, RealCluster, manifest, run_flags, world, written_config
 from tests.upstream import UPSTREAM, dgd_documents, load_documents
 

@@ -39,13 +39,15 @@ from dgd.domain.worker_hash import worker_hash
 from dgd.messages.base import JSONObject
 from dgd.messages.config import OperatorConfig
 from dgd.messages.dgd import DynamoGraphDeployment
-from tests.e2e.harness import Operators, eventually
+from tests.e2e.eventually import eventually
+from tests.e2e.operators import Operators
 from tests.real.harness import (
     CONFIG,
     UPSTREAM_EXAMPLES,
     RealCluster,
     manifest,
     run_flags,
+    watch_from_now,
     world,
     written_config,
 )
@@ -181,11 +183,7 @@ class PodEvents:
         self.names: list[str] = []
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        pods = POD.as_raw()
-        listed = await self.kube.list(pods, namespace=self.namespace)
-        async with self.kube.watch(
-            pods, namespace=self.namespace, resource_version=listed.resource_version
-        ) as watch:
+        async with watch_from_now(self.kube, POD.as_raw(), self.namespace) as watch:
             task_status.started()
             async for event in watch:
                 if event.type in ("ADDED", "DELETED") and event.object is not None:

@@ -15,12 +15,14 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.e2e.harness import Operators, eventually
+from tests.e2e.eventually import eventually
+from tests.e2e.operators import Operators
 from tests.real.harness import (
     UPSTREAM_EXAMPLES,
     Creations,
     RealCluster,
     manifest,
+    operated,
     run_flags,
     world,
     written_config,
@@ -42,9 +44,7 @@ async def test_the_upstream_examples_reach_successful_one_at_a_time_then_all_tog
     real: RealCluster, daemons: Operators, tmp_path: Path, component: bool
 ) -> None:
     # given the daemon and the simulated world running against the real control plane
-    config = written_config(tmp_path)
-    async with world(real, tmp_path):
-        await daemons.start("only", flags=run_flags(config))
+    async with operated(real, daemons, tmp_path):
         graphs = _names(component)
 
         # when each upstream example is applied alone, then deleted

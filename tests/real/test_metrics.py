@@ -17,7 +17,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import kubectl
-from tests.e2e.harness import Operators
+from tests.e2e.operators import Operators
 from tests.real.harness import LEASE_NS, RealCluster
 from tests.real.test_rbac import service_account_kubeconfig
 from tests.unit.deploy.generator import generate

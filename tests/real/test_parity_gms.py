@@ -18,8 +18,9 @@ import pytest
 
 from dgd.cluster.resources import DEVICE_CLASS, PCS, POD, RESOURCE_CLAIM_TEMPLATE
 from dgd.domain.conversion.dgd import dgd_to_v1beta1
-from tests.e2e.harness import Operators, eventually
-from tests.real.harness import EXAMPLES, RealCluster, manifest, run_flags, world, written_config
+from tests.e2e.eventually import eventually
+from tests.e2e.operators import Operators
+from tests.real.harness import EXAMPLES, RealCluster, manifest, operated
 from tests.upstream import load_documents
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(600), pytest.mark.usefixtures("cluster_rbac")]
@@ -36,9 +37,7 @@ async def test_agg_failover_reaches_successful_with_its_claim_template_accepted(
     real: RealCluster, daemons: Operators, tmp_path: Path, version: str
 ) -> None:
     # given the daemon and the simulated world running against the real control plane
-    config = written_config(tmp_path)
-    async with world(real, tmp_path):
-        await daemons.start("only", flags=run_flags(config))
+    async with operated(real, daemons, tmp_path):
         document = manifest(AGG_FAILOVER[version], name=f"failover-{version}")
         if version == "v1alpha1":
             document = dgd_to_v1beta1(document)
@@ -84,9 +83,7 @@ async def test_inter_pod_gms_failover_reaches_successful_and_grove_accepts_its_l
 ) -> None:
     # given the daemon and the simulated world running against the real control plane (the real Grove
     # CRDs validate the PodCliqueSet)
-    config = written_config(tmp_path)
-    async with world(real, tmp_path):
-        await daemons.start("only", flags=run_flags(config))
+    async with operated(real, daemons, tmp_path):
         (document,) = load_documents(FIXTURES / "inter_pod_failover.dgd.yaml")
 
         # when our single-node inter-pod GMS failover graph is applied

@@ -21,7 +21,8 @@ from dgd.cluster.resources import (
     VALIDATING_WEBHOOK_CONFIGURATION,
     VIRTUAL_SERVICE,
 )
-from tests.e2e.harness import Operators, eventually
+from tests.e2e.eventually import eventually
+from tests.e2e.operators import Operators
 from tests.real.harness import CONFIG, EXAMPLES, RealCluster, manifest, run_flags, world, written_config
 from tests.real.test_admission import CONFIGURATIONS, _apply, _unregister
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import Operators
+from tests.e2e.operators import Operators
 from tests.real.controlplane import ControlPlane
 from tests.real.harness import RealCluster, world
 

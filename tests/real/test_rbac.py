@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from tests.conftest import kubectl
-from tests.e2e.harness import Operators
+from tests.e2e.operators import Operators
 from tests.real.harness import LEASE_NS, UPSTREAM_EXAMPLES, RealCluster, manifest, world
 from tests.unit.deploy.generator import generate
 from tests.upstream import DYNAMO

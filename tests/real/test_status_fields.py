@@ -11,7 +11,7 @@ import yaml
 
 from dgd.cluster.resources import DGD
 from tests.conftest import kubectl
-from tests.e2e.harness import Operators
+from tests.e2e.operators import Operators
 from tests.real.harness import UPSTREAM_EXAMPLES, RealCluster, manifest, world
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]

@@ -16,8 +16,8 @@ import logging
 
 import msgspec
 
-from dgd.actors.cache import Reader
 from dgd.actors.children.step_failed import StepFailed
+from dgd.actors.reader import Reader
 from dgd.actors.recorder import Recorder
 from dgd.actors.runtime import Actor, Request
 from dgd.actors.sync import Syncer, owner_reference

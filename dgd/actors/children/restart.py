@@ -19,8 +19,8 @@ from typing import Literal
 
 import msgspec
 
-from dgd.actors.cache import Reader
 from dgd.actors.grove_children import observe_children
+from dgd.actors.reader import Reader
 from dgd.actors.runtime import Actor, Request
 from dgd.cluster.resources import DCD, PCS
 from dgd.domain.events import EventRecord
@@ -35,7 +35,7 @@ from dgd.domain.restart import (
     superseded_event,
 )
 from dgd.messages.component import WORKER_TYPES
-from dgd.messages.dgd import DGDStatus, DynamoGraphDeployment, RestartStatus
+from dgd.messages.dgd import DynamoGraphDeployment, RestartStatus, RollingUpdateStatus
 
 
 class RestartResolved(msgspec.Struct, frozen=True):
@@ -47,12 +47,14 @@ class RestartResolved(msgspec.Struct, frozen=True):
 
 
 class ResolveRestart(Request[RestartResolved], frozen=True, kw_only=True):
-    """Resolve the restart of ``dgd`` (defaulted) on ``pathway``; ``status`` is the status this
-    reconcile has built so far (its rolling update included); ``worker_hashes`` are the worker DCD
-    suffixes to look for, first the generation being rendered (Component pathway)."""
+    """Resolve the restart of ``dgd`` (defaulted) on ``pathway``: ``previous`` is the restart status
+    the DGD carries, ``rolling_update`` the rollout this reconcile has decided (a restart requested
+    during a rollout is superseded); ``worker_hashes`` are the worker DCD suffixes to look for, first
+    the generation being rendered (Component pathway)."""
 
     dgd: DynamoGraphDeployment
-    status: DGDStatus
+    previous: RestartStatus | None
+    rolling_update: RollingUpdateStatus | None
     pathway: Literal["component", "grove"]
     worker_hashes: tuple[str, ...] = ()
 
@@ -66,10 +68,10 @@ class RestartResolver(Actor[ResolveRestart]):
     async def receive(self, message: ResolveRestart) -> RestartResolved:
         dgd = message.dgd
         names = [c.name for c in dgd.spec.components or []]
-        previous = message.status.restart
+        previous = message.previous
         checked = checked_components(dgd.spec.restart, previous, names)
         unfinished = await self._unfinished(message, checked) if checked else set()
-        status = restart_status(dgd.spec.restart, previous, message.status.rolling_update, names, unfinished)
+        status = restart_status(dgd.spec.restart, previous, message.rolling_update, names, unfinished)
         return RestartResolved(
             status=status,
             state=restart_state(dgd.spec.restart, status, names),

@@ -27,9 +27,9 @@ from collections.abc import Sequence
 
 import msgspec
 
-from dgd.actors.cache import Reader
 from dgd.actors.children.step_failed import StepFailed
-from dgd.actors.dgd_writer import DGDWriter, commit_unmanaged, migrate_worker_hash
+from dgd.actors.dgd_metadata import DGDAnnotator, commit_unmanaged, migrate_worker_hash
+from dgd.actors.reader import Reader
 from dgd.actors.recorder import Recorder
 from dgd.actors.runtime import Actor, Request
 from dgd.actors.sync import Syncer
@@ -153,13 +153,13 @@ class Rollout(Actor[AdvanceRollout | ScaleOld]):
         *,
         reader: Reader,
         syncer: Syncer,
-        dgd_writer: DGDWriter,
+        annotator: DGDAnnotator,
         recorder: Recorder,
         ledger: ProgressLedger,
     ) -> None:
         self._reader = reader
         self._syncer = syncer
-        self._dgd_writer = dgd_writer
+        self._annotator = annotator
         self._recorder = recorder
         self._ledger = ledger
 
@@ -176,7 +176,7 @@ class Rollout(Actor[AdvanceRollout | ScaleOld]):
         rolling_update = dgd.status.rolling_update if dgd.status is not None else None
         if not rollout_active(rolling_update):
             try:
-                dgd = await migrate_worker_hash(self._dgd_writer, self._recorder, dgd, desired)
+                dgd = await migrate_worker_hash(self._annotator, self._recorder, dgd, desired)
             except ClusterError as error:
                 return _failed(FAILED_TO_MIGRATE_WORKER_HASH, f"failed to migrate the worker hash: {error}")
         if has_multinode(message.defaulted):
@@ -185,7 +185,7 @@ class Rollout(Actor[AdvanceRollout | ScaleOld]):
         current = Hashes.of(dgd.metadata.annotations)
         if current.v1 is None and current.v2 is None:
             try:
-                dgd = await self._dgd_writer.annotate(dgd, {CURRENT_WORKER_HASH_V2: desired})
+                dgd = await self._annotator.annotate(dgd, {CURRENT_WORKER_HASH_V2: desired})
             except ClusterError as error:
                 return _failed(
                     FAILED_TO_INITIALIZE_WORKER_HASH, f"failed to initialize the worker hash: {error}"
@@ -202,7 +202,7 @@ class Rollout(Actor[AdvanceRollout | ScaleOld]):
         """§12.7 on the Component pathway: the hash is committed at once; Deployments roll natively."""
         plan = plan_unmanaged(dgd.metadata.annotations or {}, desired)
         try:
-            dgd = await commit_unmanaged(self._dgd_writer, self._recorder, dgd, plan)
+            dgd = await commit_unmanaged(self._annotator, self._recorder, dgd, plan)
         except ClusterError as error:
             if not plan.changed:
                 why = f"failed to initialize the worker hash: {error}"
@@ -241,7 +241,7 @@ class Rollout(Actor[AdvanceRollout | ScaleOld]):
         for name in step.delete:
             await self._delete_old(dgd, name)
         if step.annotations:
-            dgd = await self._dgd_writer.annotate(dgd, step.annotations)
+            dgd = await self._annotator.annotate(dgd, step.annotations)
         rolling = rollout_active(step.status)
         return RolloutAdvanced(
             dgd=dgd,

@@ -23,8 +23,8 @@ from typing import Literal
 
 import msgspec
 
-from dgd.actors.cache import Reader
 from dgd.actors.children.step_failed import StepFailed
+from dgd.actors.reader import Reader
 from dgd.actors.runtime import Actor, Request
 from dgd.actors.sync import Syncer, owner_reference
 from dgd.cluster.errors import ClusterError

@@ -31,8 +31,8 @@ import logging
 
 import msgspec
 
-from dgd.actors.cache import Reader
 from dgd.actors.children.step_failed import StepFailed
+from dgd.actors.reader import Reader
 from dgd.actors.runtime import Actor, Request
 from dgd.actors.sync import Syncer, as_json, owner_reference
 from dgd.cluster.errors import ClusterError

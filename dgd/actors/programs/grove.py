@@ -5,40 +5,46 @@ into ``dgd.domain``, and their order is the contract. The PodCliqueSet is observ
 cache, at the start: rendering, the sync and the topology projection all use that one observation
 (or what the sync wrote). The program never writes the DGD status: it returns the complete desired
 status and the events queued with it; the DGD actor persists one and then emits the other.
+
+``compose`` builds the program and starts the DGD actor's children it asks (the shared ones, and the
+Grove scaler and the topology status): adding a child to this pathway is the child's module,
+a line there and a step here.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Unpack
 
 import msgspec
 
-from dgd.actors.children.grove_scaler import Scale
+from dgd.actors.children.grove_scaler import GroveScaler, Scale
+from dgd.actors.children.restart import ResolveRestart
 from dgd.actors.children.step_failed import StepFailed
-from dgd.actors.children.topology_status import NoTopology, Project
-from dgd.actors.dgd_writer import DGDWriter, commit_unmanaged, migrate_worker_hash
+from dgd.actors.children.topology_status import NoTopology, Project, TopologyStatus
+from dgd.actors.dgd_metadata import DGDAnnotator, commit_unmanaged, migrate_worker_hash
 from dgd.actors.grove_children import observe_children
-from dgd.actors.programs.result import ProgramResult, as_failure
-from dgd.actors.programs.steps import ProgramParts, WorkloadProgram
+from dgd.actors.programs.conclusion import Conclusion
+from dgd.actors.programs.grove_inputs import claim_templates, topology_domains
+from dgd.actors.programs.provisioning import Provisioning
+from dgd.actors.programs.refusals import keep_none, refuse_unsupported
+from dgd.actors.programs.result import ProgramResult, Progress, as_failure
+from dgd.actors.programs.shared_children import Spawn, shared_parts
+from dgd.actors.programs.worker_hash import DesiredWorkerHash
+from dgd.actors.reader import Reader
 from dgd.actors.recorder import Recorder
 from dgd.actors.runtime import ActorError, Ref
+from dgd.actors.sync import Syncer
 from dgd.cluster.errors import ClusterError
 from dgd.cluster.resources import (
-    CLUSTER_TOPOLOGY_BINDING,
     INGRESS,
     PCS,
-    RESOURCE_CLAIM_TEMPLATE,
     SERVICE,
     VIRTUAL_SERVICE,
     Resource,
 )
 from dgd.domain.admission.defaulting import default_in_memory
-from dgd.domain.checkpoint import (
-    CheckpointInfo,
-    gated_components,
-)
+from dgd.domain.checkpoint import CheckpointInfo, gated_components, status_projection
 from dgd.domain.orchestrators import grove_disabled
 from dgd.domain.pod_merge import JSON
 from dgd.domain.projection import (
@@ -55,19 +61,19 @@ from dgd.domain.readiness import (
     InconsistentRevision,
     grove_readiness,
 )
-from dgd.domain.render import kv_transfer
 from dgd.domain.render.errors import RenderError
 from dgd.domain.render.frontend_exposure import manages_virtual_services
-from dgd.domain.render.gpu_count import counted_templates
 from dgd.domain.render.pcs import graph_discovery_backend, graph_pcs_name
+from dgd.domain.render.ssh_keys import KeySource
 from dgd.domain.render.stable_resources import render_stable_resources
 from dgd.domain.render.workloads import desired_pod_clique_set
 from dgd.domain.restart import RestartState
-from dgd.domain.roles import is_multinode
 from dgd.domain.topology import apply_topology
 from dgd.domain.worker_generation import initial_worker_hash, plan_unmanaged
+from dgd.messages.config import OperatorConfig
 from dgd.messages.dgd import DynamoGraphDeployment
 from dgd.messages.grove import PodCliqueSet
+from dgd.messages.timestamps import rfc3339
 
 logger = logging.getLogger("dgd.grove")
 
@@ -98,23 +104,48 @@ def _named(names: set[str]) -> Callable[[JSON], bool]:
     return lambda live: (live.get("metadata") or {}).get("name") in names
 
 
-class GroveProgram(WorkloadProgram):
-    """Reconciles DGDs whose workload provider is ``grove``; one instance per DGD actor."""
+class _GroveProgress(Progress):
+    """A Grove run's record, with the PodCliqueSet it last observed or wrote (the topology projection,
+    which runs after a failure too, reads it)."""
+
+    def __init__(self, dgd: DynamoGraphDeployment, pcs: PodCliqueSet | None) -> None:
+        super().__init__(dgd)
+        self.pcs = pcs
+
+
+class GroveProgram:
+    """Reconciles DGDs whose workload provider is ``grove``; one instance per DGD actor, composed of
+    the DGD actor's children it asks (through ``provisioning``, ``restart``, ``conclusion``, the
+    ``grove_scaler`` and the ``topology_status``), the ``reader`` it observes with, the ``syncer`` that
+    writes the children and the ``annotator`` that records the worker hash (dgd-domain §12.7)."""
 
     def __init__(
         self,
         *,
-        dgd_writer: DGDWriter,
+        config: OperatorConfig,
+        reader: Reader,
+        syncer: Syncer,
+        annotator: DGDAnnotator,
         recorder: Recorder,
+        now: Callable[[], str],
+        provisioning: Provisioning,
+        restart: Ref[ResolveRestart],
+        conclusion: Conclusion,
         grove_scaler: Ref[Scale],
         topology_status: Ref[Project],
-        **parts: Unpack[ProgramParts],
     ) -> None:
-        super().__init__(**parts)
-        self._dgd_writer = dgd_writer
+        self._config = config
+        self._reader = reader
+        self._syncer = syncer
+        self._annotator = annotator
         self._recorder = recorder
+        self._now = now
+        self._provisioning = provisioning
+        self._restart = restart
+        self._conclusion = conclusion
         self._grove_scaler = grove_scaler
         self._topology_status = topology_status
+        self._desired_hash = DesiredWorkerHash()
         # A digest of what the PodCliqueSet was last rendered and synced from (see _pcs_inputs_digest).
         self._synced_inputs: int | None = None
 
@@ -125,87 +156,93 @@ class GroveProgram(WorkloadProgram):
             return {}
         defaulted = default_in_memory(dgd, grove_enabled=True)
         try:
-            self.refuse_unsupported(defaulted, keep=lambda problem: False)
-            desired = self.desired_worker_hash(defaulted)
+            refuse_unsupported(defaulted, self._config, keep=keep_none)
+            desired = self._desired_hash.of(defaulted)
         except (Failure, RenderError):
             return {}
         return initial_worker_hash(dgd.metadata.annotations or {}, desired)
 
     async def reconcile(self, dgd: DynamoGraphDeployment) -> ProgramResult:
         """§9.1 in order; the topology projection runs after success and failure alike."""
-        result = ProgramResult(dgd)
         # Step 1: Grove disabled is terminal, and comes before the deferred topology projection.
         if grove_disabled(self._config):
+            progress = Progress(dgd)
             why = 'selected workload provider "grove" is unavailable because Grove is disabled'
-            result.fail(Failure(PROVIDER_UNAVAILABLE, why, terminal=True), now=self._now())
-            return result
+            progress.fail(Failure(PROVIDER_UNAVAILABLE, why, terminal=True), now=self._now())
+            return progress.result()
         defaulted = default_in_memory(dgd, grove_enabled=True)
         # The one observation of the PodCliqueSet this run renders, syncs and projects from.
         observed = await self._reader.get(PCS.key(dgd.metadata.namespace, graph_pcs_name(defaulted)))
-        synced: list[PodCliqueSet | None] = [observed]
+        progress = _GroveProgress(dgd, observed)
         try:
-            await self._run(result, defaulted, observed, synced)
+            await self._run(progress, defaulted, observed)
         except (Failure, ClusterError, ActorError, RenderError, InconsistentRevision) as error:
-            result.fail(as_failure(error), now=self._now())
+            progress.fail(as_failure(error), now=self._now())
         # Step 2 (deferred): the topology condition, from the PodCliqueSet this run ended with.
-        await self._project_topology(result, defaulted, synced[-1])
-        return result
+        await self._project_topology(progress, defaulted)
+        return progress.result()
 
     async def _run(
-        self,
-        result: ProgramResult,
-        dgd: DynamoGraphDeployment,
-        observed: PodCliqueSet | None,
-        synced: list[PodCliqueSet | None],
+        self, progress: _GroveProgress, dgd: DynamoGraphDeployment, observed: PodCliqueSet | None
     ) -> None:
         # What this release cannot reconcile yet fails before any write.
-        self.refuse_unsupported(dgd, keep=lambda problem: False)
+        refuse_unsupported(dgd, self._config, keep=keep_none)
         # Step 3: a v1-only DGD records its v2 worker hash first (Grove has no managed rollout).
-        desired_hash = self.desired_worker_hash(dgd)
+        desired_hash = self._desired_hash.of(dgd)
         try:
-            result.dgd = await migrate_worker_hash(self._dgd_writer, self._recorder, result.dgd, desired_hash)
+            progress.dgd = await migrate_worker_hash(
+                self._annotator, self._recorder, progress.dgd, desired_hash
+            )
         except ClusterError as error:
             raise Failure(
                 FAILED_TO_MIGRATE_WORKER_HASH, f"failed to migrate the worker hash: {error}"
             ) from error
-        # Step 4: shared resources before any pod exists that needs them, then the checkpoints.
-        infos = await self.ensure_shared(result, dgd, desired_hash)
+        # Step 4: shared resources before any pod exists that needs them, then the checkpoints, whose
+        # statuses are published even if a later step fails.
+        infos = await self._provisioning.ensure(dgd, progress.dgd, desired_hash)
+        progress.status = msgspec.structs.replace(progress.status, checkpoints=status_projection(infos))
+        await self._provisioning.finish(dgd, progress.dgd)
         # Step 5: the restart, resolved against the Grove children.
-        restart = await self.resolve_restart(result, dgd, "grove")
+        ask = ResolveRestart(
+            dgd=dgd, previous=progress.status.restart, rolling_update=progress.status.rolling_update,
+            pathway="grove",
+        )  # fmt: skip
+        restart = await self._restart.ask(ask)
+        progress.status = msgspec.structs.replace(progress.status, restart=restart.status)
+        progress.queue(*([restart.event] if restart.event is not None else []))
         # Step 6: the Grove workloads (§9.2).
         try:
-            outcome = await self._workloads(result, dgd, desired_hash, observed, synced, restart, infos)
+            outcome = await self._workloads(progress, dgd, desired_hash, observed, restart.state, infos)
         except Failure as failure:
             message = f"failed to reconcile Grove workloads: {failure.message}"
             raise Failure(failure.reason, message, terminal=failure.terminal) from failure
         except (ClusterError, ActorError, InconsistentRevision) as error:
             raise as_failure(error, "failed to reconcile Grove workloads") from error
         # Steps 7-9: the checkpoint wait, scaling adapters, the success projection.
-        await self.conclude(result, dgd, outcome, infos)
+        progress.status = await self._conclusion.conclude(dgd, progress.dgd, progress.status, outcome, infos)
 
     async def _workloads(
         self,
-        result: ProgramResult,
+        progress: _GroveProgress,
         dgd: DynamoGraphDeployment,
         desired_hash: str,
         observed: PodCliqueSet | None,
-        synced: list[PodCliqueSet | None],
         restart: RestartState,
         infos: Mapping[str, CheckpointInfo],
     ) -> ReconcileResult:
         # 1. Plan the worker-hash transition (reads only): a new generation turns on the hash suffix.
         # Until a PodCliqueSet exists, the hash recorded names no generation that ran.
         plan = plan_unmanaged(
-            dict(result.dgd.metadata.annotations or {}), desired_hash, running=observed is not None
+            dict(progress.dgd.metadata.annotations or {}), desired_hash, running=observed is not None
         )
         gated = gated_components(infos)
         stamps = restart.stamps()
-        domains = await self._topology_domains(dgd)
-        templates = await self._claim_templates(dgd)
+        domains = await topology_domains(self._reader, dgd)
+        templates = await claim_templates(self._reader, self._config, dgd)
         extra = msgspec.json.encode((stamps, sorted(infos.items()), domains, sorted(templates.items())))
         # 2. Render against the one observation (replicas and order kept, restart stamps carried),
         # unless neither the DGD nor the PodCliqueSet changed since the last sync left them equal.
-        inputs = _pcs_inputs_digest(result.dgd, observed, extra)
+        inputs = _pcs_inputs_digest(progress.dgd, observed, extra)
         if observed is not None and inputs == self._synced_inputs:
             pcs = observed
         else:
@@ -222,14 +259,14 @@ class GroveProgram(WorkloadProgram):
             )
             # 3. Sync against that same observation; a conflict fails this run and the next starts fresh.
             try:
-                pcs = await self._syncer.sync(PCS, desired, observed, owner=result.dgd)
+                pcs = await self._syncer.sync(PCS, desired, observed, owner=progress.dgd)
             except ClusterError as error:
                 raise as_failure(error, "failed to reconcile the Grove PodCliqueSet") from error
-            self._synced_inputs = _pcs_inputs_digest(result.dgd, pcs, extra) if pcs is observed else None
-        synced.append(pcs)
+            self._synced_inputs = _pcs_inputs_digest(progress.dgd, pcs, extra) if pcs is observed else None
+        progress.pcs = pcs
         # 4. The write barrier: the worker hash is committed only once the PodCliqueSet carries it.
         try:
-            result.dgd = await commit_unmanaged(self._dgd_writer, self._recorder, result.dgd, plan)
+            progress.dgd = await commit_unmanaged(self._annotator, self._recorder, progress.dgd, plan)
         except ClusterError as error:
             raise Failure(ROLLING_UPDATE_FAILED, f"failed to commit the worker hash: {error}") from error
         # 5. Horizontal scale through the scale subresource, never the PodCliqueSet spec.
@@ -237,7 +274,7 @@ class GroveProgram(WorkloadProgram):
         if isinstance(scaled, StepFailed):
             raise Failure(FAILED_TO_RECONCILE, f"failed to reconcile Grove scaling: {scaled.message}")
         # 6. Services, Ingress and VirtualService beside the workload; those no longer rendered go.
-        await self._stable_resources(dgd, result.dgd)
+        await self._stable_resources(dgd, progress.dgd)
         # 7. Readiness from the synced PodCliqueSet and one read of each child.
         written = {change.component: change.child for change in scaled.changes if change.child is not None}
         readiness = grove_readiness(
@@ -254,36 +291,6 @@ class GroveProgram(WorkloadProgram):
         if outcome.state != "successful" and readiness.classification:
             outcome = msgspec.structs.replace(outcome, reason=readiness.classification)
         return outcome
-
-    async def _topology_domains(self, dgd: DynamoGraphDeployment) -> tuple[str, ...]:
-        """The levels of the ClusterTopologyBinding the KV-transfer policy names (none without one),
-        read on every run: a binding edited since the last sync changes the workers' topology files."""
-        policy = kv_transfer.policy_of(dgd)
-        if policy is None or not policy.cluster_topology_name:
-            return ()
-        key = CLUSTER_TOPOLOGY_BINDING.key(None, policy.cluster_topology_name)
-        try:
-            binding = await self._reader.get(key)
-        except ClusterError as error:
-            why = f'failed to read ClusterTopologyBinding "{key.name}" for kvTransferPolicy: {error}'
-            raise Failure(FAILED_TO_RECONCILE, why) from error
-        return kv_transfer.binding_domains(policy, binding)
-
-    async def _claim_templates(self, dgd: DynamoGraphDeployment) -> dict[str, JSON]:
-        """The ResourceClaimTemplates multinode components' GPU counts read (podspec §2), from the
-        cache: none unless a multinode main container claims its GPUs through DRA."""
-        if self._config.dra.enabled is not True:
-            return {}
-        names = {
-            n for c in dgd.spec.components or [] if is_multinode(c) for n in counted_templates(c.pod_template)
-        }
-        namespace = dgd.metadata.namespace or ""
-        found: dict[str, JSON] = {}
-        for name in sorted(names):
-            template = await self._reader.get(RESOURCE_CLAIM_TEMPLATE.key(namespace, name))
-            if template is not None:
-                found[name] = template
-        return found
 
     async def _stable_resources(self, dgd: DynamoGraphDeployment, owner: DynamoGraphDeployment) -> None:
         namespace = dgd.metadata.namespace or ""
@@ -308,11 +315,11 @@ class GroveProgram(WorkloadProgram):
                 resource, namespace, owner=owner, keep=_named(names[kind]), why="the DGD no longer renders it"
             )
 
-    async def _project_topology(
-        self, result: ProgramResult, dgd: DynamoGraphDeployment, pcs: PodCliqueSet | None
-    ) -> None:
+    async def _project_topology(self, progress: _GroveProgress, dgd: DynamoGraphDeployment) -> None:
         try:
-            projection = await self._topology_status.ask(Project(dgd, pcs, result.status, self._now()))
+            projection = await self._topology_status.ask(
+                Project(dgd, progress.pcs, progress.status, self._now())
+            )
         except ActorError as error:
             logger.warning(
                 "%s/%s: topology projection skipped: %s", dgd.metadata.namespace, dgd.metadata.name, error
@@ -320,6 +327,35 @@ class GroveProgram(WorkloadProgram):
             return
         if isinstance(projection, NoTopology):
             return
-        result.status = apply_topology(result.status, projection)
+        progress.status = apply_topology(progress.status, projection)
         if projection.warning is not None:
-            result.queue(projection.warning)
+            progress.queue(projection.warning)
+
+
+async def compose(
+    spawn: Spawn,
+    *,
+    reader: Reader,
+    syncer: Syncer,
+    annotator: DGDAnnotator,
+    recorder: Recorder,
+    config: OperatorConfig,
+    keys: KeySource,
+    wall: Callable[[], float],
+) -> GroveProgram:
+    """The Grove program of one DGD actor, with its children (the shared ones, then the Grove scaler and
+    the topology status)."""
+
+    def now() -> str:
+        return rfc3339(wall())
+
+    provisioning, restart, conclusion = await shared_parts(
+        spawn, reader=reader, syncer=syncer, recorder=recorder, config=config, keys=keys, now=now
+    )
+    scaler = await spawn("grove-scaler", lambda: GroveScaler(reader=reader, syncer=syncer))
+    topology = await spawn("topology-status", TopologyStatus)
+    return GroveProgram(
+        config=config, reader=reader, syncer=syncer, annotator=annotator, recorder=recorder, now=now,
+        provisioning=provisioning, restart=restart, conclusion=conclusion, grove_scaler=scaler,
+        topology_status=topology,
+    )  # fmt: skip

@@ -71,12 +71,10 @@ class Ref(Generic[M]):
 
     async def tell(self, message: M) -> None:
         """Send without waiting for an answer; waits only for mailbox room (policy ``BLOCK``)."""
-        cell = self._resolve()
-        if cell is None:
-            self._system.dead_letter(Envelope(message, _sender(), None), self._path, "no actor at path")
+        addressed = self._addressed(message)
+        if addressed is None:
             return
-        cell.check(message)
-        envelope = Envelope(message, _sender(), None)
+        cell, envelope = addressed
         mailbox = cell.mailbox_now
         outcome = mailbox.offer(envelope)
         if outcome is Offer.QUEUED:
@@ -90,12 +88,10 @@ class Ref(Generic[M]):
 
     def tell_nowait(self, message: M) -> None:
         """Send without waiting at all: a full mailbox raises ``MailboxFull`` whatever its policy."""
-        cell = self._resolve()
-        if cell is None:
-            self._system.dead_letter(Envelope(message, _sender(), None), self._path, "no actor at path")
+        addressed = self._addressed(message)
+        if addressed is None:
             return
-        cell.check(message)
-        envelope = Envelope(message, _sender(), None)
+        cell, envelope = addressed
         outcome = cell.mailbox_now.offer(envelope)
         if outcome is Offer.FULL:
             cell.refuse(message)
@@ -138,6 +134,16 @@ class Ref(Generic[M]):
                 timer.cancel()
         system.metrics.ask_completed(self._path, type(message), clock.now() - sent, True)
         return answer
+
+    def _addressed(self, message: M) -> tuple[ActorCell[Any], Envelope] | None:
+        """The cell a told ``message`` goes to and its envelope, the message checked against the cell's
+        kind; ``None`` when no actor is at the path (the message is then a dead letter)."""
+        cell = self._resolve()
+        if cell is None:
+            self._system.dead_letter(Envelope(message, _sender(), None), self._path, "no actor at path")
+            return None
+        cell.check(message)
+        return cell, Envelope(message, _sender(), None)
 
     def _resolve(self) -> ActorCell[Any] | None:
         # Follow the path again once the cell we knew was replaced (its supervisor restarted) or gone.

@@ -158,11 +158,7 @@ class ApiServer:
             raise not_found(resource, current.key[1], current.key[2], "status")
         require_version(resource, current, metadata.get("resourceVersion"))
         check_version(resource, current, metadata.get("resourceVersion"))
-        old = current.thaw()
-        new = prepare(resource, old, data, status=status)
-        return self._write(
-            resource, current, new if status else self._admit("UPDATE", resource, new, old, user)
-        )
+        return self._replace(resource, current, current.thaw(), data, status=status, user=user)
 
     def patch(
         self,
@@ -186,7 +182,21 @@ class ApiServer:
         metadata = require_metadata(resource, patched)
         if (metadata.get("namespace"), metadata.get("name")) != (namespace, name):
             raise Invalid("a patch may not change the name or namespace", bad_request=True)
-        new = prepare(resource, old, patched, status=status)
+        return self._replace(resource, current, old, patched, status=status, user=user)
+
+    def _replace(
+        self,
+        resource: Resource[Any],
+        current: Stored,
+        old: JSONObject,
+        data: JSONObject,
+        *,
+        status: bool,
+        user: str,
+    ) -> Stored:
+        """The write an update or a patch ends in: ``data`` prepared over ``old``, then admitted as an
+        UPDATE (a status write is not admitted), then stored over ``current``."""
+        new = prepare(resource, old, data, status=status)
         return self._write(
             resource, current, new if status else self._admit("UPDATE", resource, new, old, user)
         )

@@ -171,12 +171,18 @@ def _not_ours(request: AdmissionRequest) -> AdmissionResponse | None:
     return wrong_version(request)
 
 
-def mutate_dgd(request: AdmissionRequest, settings: AdmissionSettings) -> AdmissionResponse:
-    """DGD defaulting (§4.2): a JSON patch of what the defaults change, on CREATE and UPDATE."""
+def _looked_into(request: AdmissionRequest, model: type[T]) -> T | AdmissionResponse:
+    """The request's object as ``model`` when a DGD or DCD handler looks into it; else the answer
+    already due: :func:`_not_ours`'s, or the refusal of an object that is not a ``model``."""
     skipped = _not_ours(request)
     if skipped is not None:
         return skipped
-    dgd = _decoded(request, DynamoGraphDeployment, request.object)
+    return _decoded(request, model, request.object)
+
+
+def mutate_dgd(request: AdmissionRequest, settings: AdmissionSettings) -> AdmissionResponse:
+    """DGD defaulting (§4.2): a JSON patch of what the defaults change, on CREATE and UPDATE."""
+    dgd = _looked_into(request, DynamoGraphDeployment)
     if isinstance(dgd, AdmissionResponse):
         return dgd
     defaulted = default_dgd(
@@ -238,10 +244,7 @@ def mutate_dcd(request: AdmissionRequest, settings: AdmissionSettings) -> Admiss
 
 def validate_dcd(request: AdmissionRequest, settings: AdmissionSettings) -> AdmissionResponse:
     """DCD validation (§4.7) on CREATE and UPDATE."""
-    skipped = _not_ours(request)
-    if skipped is not None:
-        return skipped
-    new = _decoded(request, DynamoComponentDeployment, request.object)
+    new = _looked_into(request, DynamoComponentDeployment)
     if isinstance(new, AdmissionResponse):
         return new
     old: DynamoComponentDeployment | None = None

@@ -28,7 +28,7 @@ from dgd.domain.conversion.payload import (
 )
 from dgd.domain.conversion.preservation import preserved_service
 from dgd.domain.conversion.service import COMPONENT_SHAPE, service_of
-from dgd.domain.conversion.shapes import STRINGS, Shape, check_identity, check_shape
+from dgd.domain.conversion.shapes import STRINGS, Shape, check_document
 from dgd.domain.conversion.status import component_status_of, service_status_of
 from dgd.domain.metadata_keys import DCD_SPEC_PAYLOAD, DCD_STATUS_PAYLOAD
 from dgd.messages.base import sorted_keys
@@ -45,7 +45,7 @@ def dcd_to_v1beta1(doc: dict[str, Any]) -> dict[str, Any]:
     The ``nvidia.com/dcd-spec`` payload is written when the object started as v1alpha1 and got a
     pod template, when ``serviceName`` was empty, or when anything else needs saving.
     """
-    _check(doc, V1ALPHA1, V1BETA1, _ALPHA_DOCUMENT)
+    check_document(doc, V1ALPHA1, KIND, V1BETA1, _ALPHA_DOCUMENT)
     metadata, annotations = _metadata(doc)
     view = read_spec_payload(annotations.pop(DCD_SPEC_PAYLOAD, None))
     annotations.pop(DCD_STATUS_PAYLOAD, None)
@@ -86,7 +86,7 @@ def dcd_to_v1alpha1(doc: dict[str, Any]) -> dict[str, Any]:
     What v1alpha1 cannot hold (an empty name, a template layout, a v1beta1 origin) travels in the
     view's own ``nvidia.com/dcd-spec``.
     """
-    _check(doc, V1BETA1, V1ALPHA1, _BETA_DOCUMENT)
+    check_document(doc, V1BETA1, KIND, V1ALPHA1, _BETA_DOCUMENT)
     metadata, annotations = _metadata(doc)
     saved = read_spec_payload(annotations.pop(DCD_SPEC_PAYLOAD, None))
     saved_status = read_status_payload(annotations.pop(DCD_STATUS_PAYLOAD, None), DCD_STATUS_PAYLOAD)
@@ -170,9 +170,3 @@ _BETA_DOCUMENT: dict[str, Shape] = {
     "spec": {**COMPONENT_SHAPE, "backendFramework": "string"},
     "status": {"conditions": ("list", "object"), "component": _REPLICAS},
 }
-
-
-def _check(doc: dict[str, Any], version: str, target: str, shapes: dict[str, Shape]) -> None:
-    check_identity(doc, version, KIND, target)
-    for key, shape in shapes.items():
-        check_shape(doc.get(key), shape, key)

@@ -24,8 +24,7 @@ from dgd.domain.conversion.shapes import (
     STRINGS,
     ConversionError,
     Shape,
-    check_identity,
-    check_shape,
+    check_document,
 )
 from dgd.domain.conversion.status import component_status_of
 from dgd.messages.base import sorted_keys
@@ -46,7 +45,7 @@ def dgd_to_v1beta1(doc: dict[str, Any]) -> dict[str, Any]:
     input records another order (§1.8). The result is deterministic: the same input always gives
     the same document and the same annotation bytes.
     """
-    _check_document(doc)
+    check_document(doc, V1ALPHA1, KIND, V1BETA1, _DOCUMENT)
 
     # Metadata: read a v1beta1 payload left by an earlier read, then drop both private keys.
     metadata = copy.deepcopy(doc.get("metadata") or {})
@@ -233,9 +232,3 @@ _STATUS: Shape = {
     "rollingUpdate": {"updatedServices": ("list", "string")},
 }
 _DOCUMENT: dict[str, Shape] = {"metadata": {"annotations": STRINGS}, "spec": _SPEC, "status": _STATUS}
-
-
-def _check_document(doc: dict[str, Any]) -> None:
-    check_identity(doc, V1ALPHA1, KIND, V1BETA1)
-    for key, shape in _DOCUMENT.items():
-        check_shape(doc.get(key), shape, key)

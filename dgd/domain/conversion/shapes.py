@@ -86,6 +86,16 @@ def check_identity(doc: dict[str, Any], api_version: str, kind: str, target: str
         raise ConversionError("kind", f"must be {kind}, got {doc.get('kind')!r}")
 
 
+def check_document(
+    doc: dict[str, Any], api_version: str, kind: str, target: str, parts: dict[str, Shape]
+) -> None:
+    """:func:`check_identity`, then each top-level part of ``doc`` (``metadata``, ``spec``, ``status``)
+    against its shape in ``parts``: ``ConversionError`` at the first place that is off."""
+    check_identity(doc, api_version, kind, target)
+    for key, shape in parts.items():
+        check_shape(doc.get(key), shape, key)
+
+
 def _is_kind(value: Any, kind: str) -> bool:
     is_int = isinstance(value, int) and not isinstance(value, bool)
     if kind == "resource":

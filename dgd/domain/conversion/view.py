@@ -25,8 +25,7 @@ from dgd.domain.conversion.shapes import (
     STRINGS,
     ConversionError,
     Shape,
-    check_identity,
-    check_shape,
+    check_document,
 )
 from dgd.domain.conversion.status import service_status_of
 
@@ -38,7 +37,7 @@ def dgd_to_v1alpha1(doc: dict[str, Any]) -> dict[str, Any]:
     whatever else of a component v1alpha1 cannot hold, travel in the view's ``nvidia.com/dgd-spec``
     so that converting the view back gives the same v1beta1 document (supplement §1.12).
     """
-    _check_document(doc)
+    check_document(doc, V1BETA1, KIND, V1ALPHA1, _DOCUMENT)
 
     # Metadata: read what an earlier conversion saved, then drop both private keys.
     metadata = copy.deepcopy(doc.get("metadata") or {})
@@ -149,9 +148,3 @@ _STATUS: Shape = {
     "rollingUpdate": {"updatedComponents": ("list", "string")},
 }
 _DOCUMENT: dict[str, Shape] = {"metadata": {"annotations": STRINGS}, "spec": _SPEC, "status": _STATUS}
-
-
-def _check_document(doc: dict[str, Any]) -> None:
-    check_identity(doc, V1BETA1, KIND, V1ALPHA1)
-    for key, shape in _DOCUMENT.items():
-        check_shape(doc.get(key), shape, key)

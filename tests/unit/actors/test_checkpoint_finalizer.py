@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from dgd.actors.cache import Cache, Reader
+from dgd.actors.cache import Cache
 from dgd.actors.children.checkpoint_storage import CheckpointsFinalized, CheckpointStorage
+from dgd.actors.reader import Reader
 from dgd.actors.recorder import Recorder
 from dgd.actors.sync import Syncer
 from dgd.cluster.errors import NotFound

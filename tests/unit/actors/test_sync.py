@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from dgd.actors.cache import Cache, Reader
+from dgd.actors.cache import Cache
+from dgd.actors.reader import Reader
 from dgd.actors.recorder import Recorder
 from dgd.actors.sync import Syncer, owner_reference
 from dgd.cluster.errors import NotFound, ServerError

@@ -14,9 +14,10 @@ from typing import Any
 import msgspec
 import pytest
 
-from dgd.actors.cache import Cache, Reader
+from dgd.actors.cache import Cache
 from dgd.actors.children.scaling_adapters import AdaptersReconciled, ReconcileAdapters, ScalingAdapters
 from dgd.actors.children.step_failed import StepFailed
+from dgd.actors.reader import Reader
 from dgd.actors.recorder import Recorder
 from dgd.actors.runtime import ActorSystem, ChildSpec, ManualClock, Ref
 from dgd.actors.sync import Syncer
