@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT))
 import anyio  # noqa: E402
 import msgspec  # noqa: E402
 
-from dgd.actors.runtime import (  # noqa: E402
+from dgd.runtime import (  # noqa: E402
     Actor,
     ActorSystem,
     ChildSpec,

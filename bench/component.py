@@ -48,7 +48,6 @@ sys.path.insert(0, str(ROOT))
 import yaml  # noqa: E402
 from fleet import EXAMPLE, WRITE_VERBS, Cost, count_writes, simulated_fleet  # noqa: E402
 
-from dgd.actors.runtime import CountingMetrics  # noqa: E402
 from dgd.actors.tree import DGDS  # noqa: E402
 from dgd.cluster.memory.faults import Decision, Request  # noqa: E402
 from dgd.cluster.protocol import Cluster  # noqa: E402
@@ -57,6 +56,7 @@ from dgd.domain.admission.defaulting import ENABLE_GROVE  # noqa: E402
 from dgd.domain.metadata_keys import WORKER_HASH  # noqa: E402
 from dgd.domain.worker_generation import CURRENT_WORKER_HASH_V2  # noqa: E402
 from dgd.messages.dgd import DynamoGraphDeployment  # noqa: E402
+from dgd.runtime import CountingMetrics  # noqa: E402
 from dgd.sim import run  # noqa: E402
 
 NS = "default"

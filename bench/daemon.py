@@ -63,7 +63,7 @@ import yaml  # noqa: E402
 from daemon_process import EXECUTABLE, Daemon, listening, settle, total, until  # noqa: E402
 from operators import terminate  # noqa: E402
 
-from dgd.actors.workers import DEFAULT_WORKERS  # noqa: E402
+from dgd.actors.machinery.workers import DEFAULT_WORKERS  # noqa: E402
 from dgd.cluster.kube.adapter import KubeCluster  # noqa: E402
 from dgd.cluster.resources import DGD  # noqa: E402
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from dgd.actors.runtime import Metrics, NullMetrics
 from dgd.cluster.memory.faults import Delay, FaultRule
 from dgd.messages.config import OperatorConfig
+from dgd.runtime import Metrics, NullMetrics
 from dgd.sim import SimulatedCluster, WorldSettings
 from dgd.sim.operator import simulated_operator
 

@@ -45,9 +45,9 @@ sys.path.insert(0, str(ROOT))
 import yaml  # noqa: E402
 from fleet import EXAMPLE, Cost, DGDReconciles, count_writes, simulated_fleet  # noqa: E402
 
-from dgd.actors.runtime import Ref, StopChild, WhichChildren  # noqa: E402
 from dgd.actors.tree import DGDS  # noqa: E402
 from dgd.cluster.resources import DGD  # noqa: E402
+from dgd.runtime import Ref, StopChild, WhichChildren  # noqa: E402
 from dgd.sim import SimulatedCluster, run  # noqa: E402
 
 GOAL_BYTES = 48 * 1024

@@ -58,9 +58,8 @@ import anyio.lowlevel  # noqa: E402
 import cryptography  # noqa: E402
 import yaml  # noqa: E402
 
-from dgd.actors.runtime import ActorSystem, LoopClock  # noqa: E402
+from dgd.actors.machinery.workers import DEFAULT_WORKERS, Workers  # noqa: E402
 from dgd.actors.tree import operator_children  # noqa: E402
-from dgd.actors.workers import DEFAULT_WORKERS, Workers  # noqa: E402
 from dgd.cluster.errors import NotFound  # noqa: E402
 from dgd.cluster.memory.adapter import MemoryCluster  # noqa: E402
 from dgd.cluster.resources import CLUSTER_ROLE, DGD, NAMESPACE, SECRET  # noqa: E402
@@ -68,6 +67,7 @@ from dgd.daemon import ssh_keys  # noqa: E402
 from dgd.domain.gates import Gates, effective_config  # noqa: E402
 from dgd.domain.render.ssh_keys import KeyPair  # noqa: E402
 from dgd.messages.config import OperatorConfig  # noqa: E402
+from dgd.runtime import ActorSystem, LoopClock  # noqa: E402
 from dgd.sim.chaos_stalls import watching_stalls  # noqa: E402
 
 EXAMPLE = ROOT / "examples" / "agg.yaml"

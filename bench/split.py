@@ -33,12 +33,12 @@ def part_of(files: list[str]) -> str:
         return "outside dgd (the event loop)"
     inner = ours[-1]
     if inner.startswith("dgd/sim/world/") or (
-        inner.startswith("dgd/actors/runtime/") and any(f.startswith("dgd/sim/world/") for f in ours)
+        inner.startswith("dgd/runtime/") and any(f.startswith("dgd/sim/world/") for f in ours)
     ):
         return "simulated world"
     if inner.startswith(JUDGE):
         return "replay: invariants, journal, expectations"
-    if inner.startswith("dgd/actors/runtime/"):
+    if inner.startswith("dgd/runtime/"):
         return "actor runtime"
     if inner.startswith("dgd/sim/"):
         return "simulation, other (clock, cluster)"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dgd.actors.dgd import DGDActor
-from dgd.actors.recorder import reference
+from dgd.actors.dgd.actor import DGDActor
+from dgd.actors.machinery.events import reference
 from dgd.domain.events import EventRecord
 from dgd.messages.dgd import DGDStatus, DynamoGraphDeployment
 

@@ -23,30 +23,18 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from dgd.actors.cache import Cache
-from dgd.actors.dgd import DGDActor
-from dgd.actors.dgd_writer import DGDWriter
-from dgd.actors.dgdsa import AdapterActor
-from dgd.actors.informer import Informer
-from dgd.actors.reader import Reader
-from dgd.actors.reconciler import ReconcileObserver
-from dgd.actors.recorder import Recorder
-from dgd.actors.retries import Retries
-from dgd.actors.router import DEFAULT_RESYNC, Router
-from dgd.actors.runtime import (
-    Actor,
-    Backoff,
-    ChildSpec,
-    Context,
-    DynamicSupervisor,
-    Restart,
-    StartChild,
-    Strategy,
-    Supervision,
-    Supervisor,
-)
-from dgd.actors.sync import Syncer
-from dgd.actors.workers import Workers
+from dgd.actors.dgd.actor import DGDActor
+from dgd.actors.dgd.writer import DGDWriter
+from dgd.actors.dgdsa.actor import AdapterActor
+from dgd.actors.machinery.cache import Cache
+from dgd.actors.machinery.events import Recorder
+from dgd.actors.machinery.informer import Informer
+from dgd.actors.machinery.loop import ReconcileObserver
+from dgd.actors.machinery.reader import Reader
+from dgd.actors.machinery.retries import Retries
+from dgd.actors.machinery.router import DEFAULT_RESYNC, Router
+from dgd.actors.machinery.sync import Syncer
+from dgd.actors.machinery.workers import Workers
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import (
     CHECKPOINT,
@@ -71,6 +59,18 @@ from dgd.domain.metadata_keys import COMPONENT_TYPE, GRAPH_NAME, SELECTOR
 from dgd.domain.render.ssh_keys import KeySource
 from dgd.messages.component import WORKER_TYPES
 from dgd.messages.config import OperatorConfig
+from dgd.runtime import (
+    Actor,
+    Backoff,
+    ChildSpec,
+    Context,
+    DynamicSupervisor,
+    Restart,
+    StartChild,
+    Strategy,
+    Supervision,
+    Supervisor,
+)
 
 OPERATOR = "/operator"
 EVENTS = "/events"

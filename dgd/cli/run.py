@@ -263,7 +263,7 @@ async def serve(
     config = effective_config(settled.config, gates)
     recorder = None
     if settled.record is not None:
-        from dgd.daemon.recorder import DaemonRecorder
+        from dgd.daemon.trace_recorder import DaemonRecorder
 
         recorder = DaemonRecorder(settled.record, config=config, clock=anyio.current_time)
     daemon = Daemon(

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from dgd.actors.workers import DEFAULT_WORKERS
+from dgd.actors.machinery.workers import DEFAULT_WORKERS
 from dgd.daemon.logs import FORMATS, LEVELS
 from dgd.messages.config import RELEASE_NAMESPACE
 

@@ -26,9 +26,8 @@ from typing import Any
 
 import anyio
 
-from dgd.actors.runtime import ActorSystem, ChildSpec, LoopClock, Supervision, Supervisor
+from dgd.actors.machinery.workers import DEFAULT_WORKERS, Workers
 from dgd.actors.tree import operator_children
-from dgd.actors.workers import DEFAULT_WORKERS, Workers
 from dgd.cli.exits import EXIT_OK, Invalid, Usage, log_to_stderr, wire
 from dgd.cli.inputs import os_problem, read_config, read_world
 from dgd.cli.sim import subcommands
@@ -40,6 +39,7 @@ from dgd.domain.crds import all_crds
 from dgd.domain.gates import GateError, effective_config, resolve_gates, served_apis
 from dgd.messages.config import OperatorConfig
 from dgd.messages.timestamps import wall_clock
+from dgd.runtime import ActorSystem, ChildSpec, LoopClock, Supervision, Supervisor
 from dgd.sim import WorldSettings
 from dgd.sim import run as run_loop
 from dgd.sim.admission import SIMULATED_OPERATOR, simulated_admission, webhook_chain

@@ -41,7 +41,7 @@ from dgd.messages.dgd import API_VERSION_V1ALPHA1, KIND, DynamoGraphDeployment
 from dgd.messages.trace import write_trace
 from dgd.sim import SimulatedCluster, WorldSettings, run
 from dgd.sim.operator import simulated_operator
-from dgd.sim.recorder import TraceRecorder
+from dgd.sim.trace_recorder import TraceRecorder
 
 #: Cluster seconds every DGD must keep its final state for ``--until-ready`` to stop on a failure.
 SETTLED = 60.0

@@ -27,7 +27,6 @@ from typing import Any
 import anyio
 import msgspec
 
-from dgd.actors.runtime import ActorSystem, ChildSpec, LoopClock, Supervision, Supervisor
 from dgd.cli.exits import EXIT_OK, Invalid, Usage, cluster_problem, field_problem, log_to_stderr, wire
 from dgd.cli.inputs import check_kubeconfig, read_world
 from dgd.cli.sim import subcommands
@@ -37,6 +36,7 @@ from dgd.cluster.proxy import ClusterProxy
 from dgd.cluster.resources import CHECKPOINT, DCD, NODE, Resource
 from dgd.cluster.retry import RetryingCluster
 from dgd.messages.timestamps import wall_clock
+from dgd.runtime import ActorSystem, ChildSpec, LoopClock, Supervision, Supervisor
 from dgd.sim import WorldSettings
 from dgd.sim import run as run_loop
 from dgd.sim.world.bootstrap import ensure_gpu_device_class

@@ -5,8 +5,8 @@ fleet was made from), so a raw deflate stream (zlib) that may refer back into on
 its first byte keeps little more than what differs: a simulated pod of 3.4 kB packs into some
 hundred bytes, where deflate alone makes 1.3 kB of it. The memory API server's store packs the
 versions it keeps (``dgd.cluster.memory.store``) and the informer cache the objects it holds
-(``dgd.actors.shelf``), one ``Packing`` per kind. Packing a few kB costs tens of µs, unpacking a
-few: less than decoding what was unpacked.
+(``dgd.actors.machinery.packed_kind``), one ``Packing`` per kind. Packing a few kB costs tens of
+µs, unpacking a few: less than decoding what was unpacked.
 
 The dictionary is the first thing packed (its last 32 KiB, deflate's window), fixed from then on,
 since everything packed needs it to be unpacked again; a first object unlike the ones after it only

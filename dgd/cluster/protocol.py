@@ -177,7 +177,8 @@ class ClusterWatcher(ClusterReader, Protocol):
 
 class ClusterWriter(Protocol):
     """The writes of objects' spec and metadata (and their scale), for the named writers that hold one
-    (``dgd.actors.sync.Syncer``, the DGD's own writer). Every method may raise any ``ClusterError``."""
+    (``dgd.actors.machinery.sync.Syncer``, the DGD's own writer). Every method may raise any
+    ``ClusterError``."""
 
     async def create(self, resource: Resource[T], obj: T) -> T:
         """Store a new object (name, or ``generateName``); ``AlreadyExists`` if the name is taken.

@@ -27,7 +27,6 @@ from contextlib import contextmanager
 
 import anyio
 
-from dgd.actors.runtime import Clock
 from dgd.cluster.errors import ClusterError, Conflict, Forbidden, NotFound
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import LEASE
@@ -44,6 +43,7 @@ from dgd.daemon.lease import (
     renewal_lost,
 )
 from dgd.messages.timestamps import rfc3339_micro
+from dgd.runtime import Clock
 
 logger = logging.getLogger("dgd.election")
 

@@ -24,8 +24,8 @@ from typing import Any, Literal, TextIO
 
 import msgspec
 
-from dgd.actors.runtime.ref import current_actor
 from dgd.daemon.metrics import reconciler, reconciler_of
+from dgd.runtime.ref import current_actor
 
 Format = Literal["json", "text"]
 FORMATS: tuple[Format, ...] = ("json", "text")

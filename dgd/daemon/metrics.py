@@ -37,10 +37,10 @@ from prometheus_client import Counter as PromCounter
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from dgd.actors.reconciler import ADAPTER_CONTROLLER, DGD_CONTROLLER
-from dgd.actors.runtime import ActorSystem, Clock, NullMetrics
+from dgd.actors.machinery.loop import ADAPTER_CONTROLLER, DGD_CONTROLLER
+from dgd.actors.machinery.workers import Workers
 from dgd.actors.tree import ADAPTERS, DGDS
-from dgd.actors.workers import Workers
+from dgd.runtime import ActorSystem, Clock, NullMetrics
 
 #: The controller name of each kind of reconciling actor (controller-runtime's lower-case kind).
 CONTROLLERS = (DGD_CONTROLLER, ADAPTER_CONTROLLER)

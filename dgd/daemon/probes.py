@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 
 import msgspec
 
-from dgd.actors.runtime import Clock
+from dgd.runtime import Clock
 
 
 class Role(enum.Enum):

@@ -33,11 +33,10 @@ from typing import TYPE_CHECKING
 import anyio
 import msgspec
 
-from dgd.actors.cache import Cache
-from dgd.actors.router import DEFAULT_RESYNC
-from dgd.actors.runtime import ActorSystem, Clock, LoopClock
+from dgd.actors.machinery.cache import Cache
+from dgd.actors.machinery.router import DEFAULT_RESYNC
+from dgd.actors.machinery.workers import DEFAULT_WORKERS, Workers
 from dgd.actors.tree import operator_children, watched
-from dgd.actors.workers import DEFAULT_WORKERS, Workers
 from dgd.cluster.protocol import Cluster
 from dgd.daemon.admission import WebhookService
 from dgd.daemon.election import LeaderElector
@@ -53,9 +52,10 @@ from dgd.daemon.ssh_keys import SecureKeys
 from dgd.domain.admission.webhooks import CONVERTER, AdmissionSettings
 from dgd.domain.render.ssh_keys import KeySource
 from dgd.messages.config import RELEASE_NAMESPACE, OperatorConfig
+from dgd.runtime import ActorSystem, Clock, LoopClock
 
 if TYPE_CHECKING:  # imported only by `run --record`
-    from dgd.daemon.recorder import DaemonRecorder
+    from dgd.daemon.trace_recorder import DaemonRecorder
 
 logger = logging.getLogger("dgd.daemon")
 

@@ -32,11 +32,11 @@ from typing import Any
 import anyio
 import msgspec
 
-from dgd.actors.runtime import ActorCell
-from dgd.actors.runtime.ref import current_actor
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.memory.faults import Delay, FaultRule, Request, Verb
 from dgd.cluster.memory.store import Change
+from dgd.runtime import ActorCell
+from dgd.runtime.ref import current_actor
 from dgd.sim.cluster import SimulatedCluster
 
 #: The verbs that write.

@@ -32,12 +32,12 @@ from typing import Any, TypeVar
 import anyio
 import anyio.abc
 
-from dgd.actors.runtime import ActorSystem, ChildSpec, LoopClock, Metrics, Supervision, Supervisor
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.memory.store import Change
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import DEFAULT_RESOURCES, Resource
 from dgd.messages.config import OperatorConfig
+from dgd.runtime import ActorSystem, ChildSpec, LoopClock, Metrics, Supervision, Supervisor
 from dgd.sim.admission import SIMULATED_OPERATOR, simulated_admission, webhook_chain
 from dgd.sim.clock import EPOCH
 from dgd.sim.world.bootstrap import Discovery, bootstrap, discovery

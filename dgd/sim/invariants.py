@@ -36,8 +36,8 @@ from collections.abc import Mapping
 
 import anyio.abc
 
-from dgd.actors.runtime.ref import current_actor
 from dgd.cluster.memory.store import Change
+from dgd.runtime.ref import current_actor
 from dgd.sim.cluster import SimulatedCluster
 from dgd.sim.invariants_judge import Heard, Judge, Violation
 

@@ -14,13 +14,13 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from dgd.actors.reconciler import ReconcileObserver
-from dgd.actors.runtime import ChildSpec, Metrics
+from dgd.actors.machinery.loop import ReconcileObserver
+from dgd.actors.machinery.workers import DEFAULT_WORKERS, Workers
 from dgd.actors.tree import operator_children
-from dgd.actors.workers import DEFAULT_WORKERS, Workers
 from dgd.cluster.protocol import Cluster
 from dgd.domain.gates import effective_config, resolve_gates, served_apis
 from dgd.messages.config import OperatorConfig
+from dgd.runtime import ChildSpec, Metrics
 from dgd.sim.cluster import SimulatedCluster
 from dgd.sim.key_pool import KeyPool
 from dgd.sim.world.settings import WorldSettings

@@ -31,10 +31,10 @@ from typing import ParamSpec
 import anyio
 import msgspec
 
-from dgd.actors.runtime import CountingMetrics
 from dgd.cluster.resources import DGD
 from dgd.messages.base import JSONObject
 from dgd.messages.trace import ApiFault, Expect, Kill, Poison, Record, StaleReads, Trace, write_trace
+from dgd.runtime import CountingMetrics
 from dgd.sim.clock import backend_options, is_virtual
 from dgd.sim.cluster import SimulatedCluster
 from dgd.sim.expectations import Expectations
@@ -42,10 +42,10 @@ from dgd.sim.invariants import NAMES, Invariants
 from dgd.sim.journal import Journal, ReconcileCounter
 from dgd.sim.kinds import kind_of
 from dgd.sim.operator import simulated_operator
-from dgd.sim.recorder import TraceRecorder
 from dgd.sim.report import Counts, DGDOutcome, InvariantResult, Report, Step
 from dgd.sim.steps import FAULTS, WORLD_EVENTS, apply_step
 from dgd.sim.trace_io import line_of, operator_config, world_settings
+from dgd.sim.trace_recorder import TraceRecorder
 
 #: What happens at one moment: (time, order among simultaneous things, line, what).
 _Moment = tuple[float, int, int, Callable[[], None] | Record]

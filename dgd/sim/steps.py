@@ -25,7 +25,6 @@ from typing import Any
 
 import msgspec
 
-from dgd.actors.runtime import ActorNotFound
 from dgd.cluster.errors import (
     AlreadyExists,
     ClusterError,
@@ -60,6 +59,7 @@ from dgd.messages.trace import (
     WatchDrop,
     WatchExpire,
 )
+from dgd.runtime import ActorNotFound
 from dgd.sim.cluster import SimulatedCluster
 from dgd.sim.kinds import BY_KIND, BY_NAME, kind_of
 from dgd.sim.poison import poisoned

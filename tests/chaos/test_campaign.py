@@ -17,8 +17,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from dgd.actors.children.shared_resources import SharedResources
-from dgd.actors.dgd import DGDActor
+from dgd.actors.dgd.actor import DGDActor
+from dgd.actors.dgd.children.shared_resources import SharedResources
 from dgd.cli import main
 from dgd.cluster.errors import NotFound
 from dgd.cluster.resources import SERVICE_ACCOUNT
@@ -129,7 +129,7 @@ async def _forget_on_restart(self: SharedResources) -> None:
     """The bug: a shared-resources child whose previous incarnation ended without a clean stop (it
     crashed or was killed) deletes its DGD's discovery ServiceAccount on start, as if a restart were a
     fresh start that must clean up after a half-done one. (The DGD actor stops its children cleanly
-    after each reconcile and starts them again for the next, see ``dgd.actors.on_demand``: those
+    after each reconcile and starts them again for the next, see ``dgd.actors.dgd.resting``: those
     starts follow a clean stop and keep the work.)"""
     key = (id(self.context.system), self.context.path)
     if key in _UNCLEAN:
@@ -167,7 +167,7 @@ def test_a_build_that_undoes_its_work_when_a_child_restarts_is_caught_by_crashes
     assert [type(r).__name__ for r in trace.records] == ["Apply", "Kill", "Expect"]
     assert "kill right after write" in trace.header.description
     # and the report says the trace alone does not reproduce it: the DGD actor lets its children go
-    # once a reconcile is done (dgd.actors.on_demand), so at the kill's cluster time in the trace the
+    # once a reconcile is done (dgd.actors.dgd.resting), so at the kill's cluster time in the trace the
     # child is no longer running; only a crash right after the write, as the campaign made, hits it
     assert not shrunk.reproduces
     assert "it needs the crash right after the write" in summary(report)

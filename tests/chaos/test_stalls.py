@@ -14,8 +14,8 @@ from types import SimpleNamespace
 import msgspec
 import pytest
 
-from dgd.actors.children.shared_resources import EnsureShared, SharedEnsured, SharedResources
-from dgd.actors.children.step_failed import StepFailed
+from dgd.actors.dgd.children.shared_resources import EnsureShared, SharedEnsured, SharedResources
+from dgd.actors.dgd.children.step_failed import StepFailed
 from dgd.cli import main
 from dgd.sim import chaos_stalls
 from dgd.sim.chaos import Campaign, encode_campaign, run_campaign

@@ -23,7 +23,6 @@ from typing import Any
 
 import yaml
 
-from dgd.actors.runtime import ActorSystem, ChildSpec, LoopClock, Supervision, Supervisor
 from dgd.cli.serve import HISTORY, SERVED_RESOURCES
 from dgd.cluster.errors import NotFound
 from dgd.cluster.kube.adapter import KubeCluster
@@ -37,6 +36,7 @@ from dgd.domain.crds import all_crds
 from dgd.messages.base import JSONObject
 from dgd.messages.config import OperatorConfig
 from dgd.messages.timestamps import wall_clock
+from dgd.runtime import ActorSystem, ChildSpec, LoopClock, Supervision, Supervisor
 from dgd.sim import WorldSettings
 from dgd.sim.apiserver.catalog import CUSTOM_RESOURCE_DEFINITION
 from dgd.sim.apiserver.server import Facade, serve, write_kubeconfig

@@ -44,18 +44,18 @@ def test_no_function_is_over_eighty_lines() -> None:
     assert long == []
 
 
-def test_the_runtime_contract_names_every_other_part_of_the_actors_package() -> None:
+def test_the_runtime_contract_names_every_other_package_of_dgd() -> None:
     # given the import contract that keeps the actor runtime free of dgd
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     contracts = config["tool"]["importlinter"]["contracts"]
-    runtime = next(c for c in contracts if c.get("source_modules") == ["dgd.actors.runtime"])
+    runtime = next(c for c in contracts if c.get("source_modules") == ["dgd.runtime"])
 
-    # when the actors package holds its modules and sub-packages
+    # when dgd holds its top-level modules and packages
     siblings = {
-        f"dgd.actors.{path.stem if path.is_file() else path.name}"
-        for path in (PACKAGE / "actors").iterdir()
+        f"dgd.{path.stem if path.is_file() else path.name}"
+        for path in PACKAGE.iterdir()
         if (path.suffix == ".py" and path.stem != "__init__") or (path / "__init__.py").exists()
-    } - {"dgd.actors.runtime"}
+    } - {"dgd.runtime"}
 
     # then the contract forbids the runtime every one of them
     assert siblings <= set(runtime["forbidden_modules"])

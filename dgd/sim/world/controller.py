@@ -21,7 +21,12 @@ from typing import Any, Protocol, TypeVar
 
 import msgspec
 
-from dgd.actors.runtime import (
+from dgd.cluster.errors import ClusterError, Forbidden, Gone, Invalid, NotFound
+from dgd.cluster.protocol import Cluster
+from dgd.cluster.resources import Resource
+from dgd.messages.meta import ObjectMeta
+from dgd.messages.timestamps import Clock
+from dgd.runtime import (
     Actor,
     Backoff,
     ChildSpec,
@@ -30,11 +35,6 @@ from dgd.actors.runtime import (
     Supervision,
     Timer,
 )
-from dgd.cluster.errors import ClusterError, Forbidden, Gone, Invalid, NotFound
-from dgd.cluster.protocol import Cluster
-from dgd.cluster.resources import Resource
-from dgd.messages.meta import ObjectMeta
-from dgd.messages.timestamps import Clock
 from dgd.sim.world.settings import WorldSettings
 
 logger = logging.getLogger("dgd.sim")

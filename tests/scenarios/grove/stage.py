@@ -16,8 +16,7 @@ from typing import Any
 import yaml
 from hypothesis import HealthCheck, settings
 
-from dgd.actors.reconciler import Nudge
-from dgd.actors.runtime import Ref
+from dgd.actors.machinery.loop import Nudge
 from dgd.actors.tree import DGDS
 from dgd.cluster.errors import Conflict
 from dgd.cluster.memory.faults import Delay, FaultRule
@@ -26,6 +25,7 @@ from dgd.domain.conversion.dgd import dgd_to_v1beta1
 from dgd.messages.config import OperatorConfig
 from dgd.messages.dgd import DGDStatus, DynamoGraphDeployment
 from dgd.messages.meta import Condition
+from dgd.runtime import Ref
 from dgd.sim import SimulatedCluster, WorldSettings
 from dgd.sim.operator import simulated_operator
 from tests.upstream import UPSTREAM

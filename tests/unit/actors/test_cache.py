@@ -7,8 +7,8 @@ from typing import Any, cast
 import msgspec
 import pytest
 
-from dgd.actors.cache import Cache
-from dgd.actors.reader import Reader
+from dgd.actors.machinery.cache import Cache
+from dgd.actors.machinery.reader import Reader
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import CLUSTER_ROLE, DGDSA, NAMESPACE, PCLQ, POD, SERVICE, ObjectKey

@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from dgd.actors.cache import Cache
-from dgd.actors.children.checkpoint_storage import CheckpointsFinalized, CheckpointStorage
-from dgd.actors.reader import Reader
-from dgd.actors.recorder import Recorder
-from dgd.actors.sync import Syncer
+from dgd.actors.dgd.children.checkpoint_storage import CheckpointsFinalized, CheckpointStorage
+from dgd.actors.machinery.cache import Cache
+from dgd.actors.machinery.events import Recorder
+from dgd.actors.machinery.reader import Reader
+from dgd.actors.machinery.sync import Syncer
 from dgd.cluster.errors import NotFound
 from dgd.cluster.protocol import ObjectList
 from dgd.domain.checkpoint import AUTO, DELETION_POLICY

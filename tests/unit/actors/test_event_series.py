@@ -1,4 +1,4 @@
-"""Repeats of an event join its series (``dgd.actors.recorder``), as client-go's recorder aggregates
+"""Repeats of an event join its series (``dgd.actors.machinery.events``), as client-go's recorder aggregates
 them: posted once, then counted, the count written onto the posted event at most every flush period."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from dgd.actors.recorder import SERIES_FLUSH, SERIES_WINDOW, EventPoster, PostEvent, Recorder
+from dgd.actors.machinery.events import SERIES_FLUSH, SERIES_WINDOW, EventPoster, PostEvent, Recorder
 from dgd.cluster.errors import ServerError
 from dgd.domain.events import EventRecord
 from dgd.messages.meta import Event, ObjectReference

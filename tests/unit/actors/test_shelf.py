@@ -1,11 +1,12 @@
-"""The informer cache holds objects packed (``dgd.actors.shelf``): reads decode a fresh, equal object of
-the kind's type, and the bookkeeping (resourceVersion, controller) needs no decoding."""
+"""The informer cache holds objects packed (``dgd.actors.machinery.packed_kind``): reads decode a
+fresh, equal object of the kind's type, and the bookkeeping (resourceVersion, controller) needs no
+decoding."""
 
 from __future__ import annotations
 
 import msgspec
 
-from dgd.actors.shelf import Shelf
+from dgd.actors.machinery.packed_kind import PackedKind
 from dgd.cluster.resources import DGD, SERVICE
 from dgd.messages.dgd import DynamoGraphDeployment
 
@@ -39,7 +40,7 @@ def service() -> dict[str, object]:
 
 def test_a_packed_object_reads_back_equal_and_fresh_as_its_kinds_type() -> None:
     # Given a DGD and a Service on their shelves.
-    dgds, services = Shelf(DGD), Shelf(SERVICE)
+    dgds, services = PackedKind(DGD), PackedKind(SERVICE)
     dgds.put(("ns", "demo"), dgd())
     services.put(("ns", "demo-frontend"), service())
     # Then each reads back equal, as its kind's type (a Struct, raw JSON), a new object per read.
@@ -60,6 +61,6 @@ def test_a_packed_object_reads_back_equal_and_fresh_as_its_kinds_type() -> None:
 
 
 def test_an_unpacked_shelf_hands_out_the_object_it_was_given() -> None:
-    shelf, obj = Shelf(DGD, packed=False), dgd()
+    shelf, obj = PackedKind(DGD, packed=False), dgd()
     shelf.put(("ns", "demo"), obj)
     assert shelf.get(("ns", "demo")) is obj

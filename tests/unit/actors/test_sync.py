@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from dgd.actors.cache import Cache
-from dgd.actors.reader import Reader
-from dgd.actors.recorder import Recorder
-from dgd.actors.sync import Syncer, owner_reference
+from dgd.actors.machinery.cache import Cache
+from dgd.actors.machinery.events import Recorder
+from dgd.actors.machinery.reader import Reader
+from dgd.actors.machinery.sync import Syncer, owner_reference
 from dgd.cluster.errors import NotFound, ServerError
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.memory.faults import Fail

@@ -6,8 +6,8 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from dgd.actors.runtime import settle
-from dgd.actors.workers import Workers
+from dgd.actors.machinery.workers import Workers
+from dgd.runtime import settle
 
 pytestmark = pytest.mark.anyio
 

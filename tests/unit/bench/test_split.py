@@ -10,21 +10,24 @@ import pytest
 from bench.split import Sampler, part_of
 
 MEMORY, JUDGE = "memory API server", "replay: invariants, journal, expectations"
-LOOP = ["bench/replay.py", "/usr/lib/python3.11/asyncio/base_events.py", "dgd/actors/runtime/cell.py"]
+LOOP = ["bench/replay.py", "/usr/lib/python3.11/asyncio/base_events.py", "dgd/runtime/cell.py"]
 
 
 @pytest.mark.parametrize(
     ("stack", "part"),
     [
         # the memory server wins wherever it is, even under the operator's reconcile
-        ([*LOOP, "dgd/actors/dgd.py", "dgd/cluster/memory/server.py", "dgd/cluster/memory/store.py"], MEMORY),
+        (
+            [*LOOP, "dgd/actors/dgd/actor.py", "dgd/cluster/memory/server.py", "dgd/cluster/memory/store.py"],
+            MEMORY,
+        ),
         # a world model, and the runtime serving one of its actors, are the world's
         ([*LOOP, "dgd/sim/world/grove.py"], "simulated world"),
-        ([*LOOP, "dgd/sim/world/controller.py", "dgd/actors/runtime/ref.py"], "simulated world"),
+        ([*LOOP, "dgd/sim/world/controller.py", "dgd/runtime/ref.py"], "simulated world"),
         # the runtime serving the operator's actors is the runtime's; the operator's own frames are its
-        ([*LOOP, "dgd/actors/runtime/mailbox.py"], "actor runtime"),
-        ([*LOOP, "dgd/actors/dgd.py", "dgd/domain/render/pcs.py"], "operator"),
-        ([*LOOP, "dgd/actors/dgd.py", "dgd/actors/runtime/ref.py"], "actor runtime"),
+        ([*LOOP, "dgd/runtime/mailbox.py"], "actor runtime"),
+        ([*LOOP, "dgd/actors/dgd/actor.py", "dgd/domain/render/pcs.py"], "operator"),
+        ([*LOOP, "dgd/actors/dgd/actor.py", "dgd/runtime/ref.py"], "actor runtime"),
         # judging the replay, the rest of the simulation, and no project frame at all
         (["bench/replay.py", "dgd/sim/replay.py", "dgd/sim/invariants_judge.py"], JUDGE),
         (["bench/replay.py", "dgd/sim/replay.py", "dgd/sim/clock.py"], "simulation, other (clock, cluster)"),

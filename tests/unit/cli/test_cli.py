@@ -210,7 +210,7 @@ try:
     main(["run", "--help"])
 except SystemExit:
     pass
-import dgd.daemon.run, dgd.daemon.recorder, dgd.cluster.kube
+import dgd.daemon.run, dgd.daemon.trace_recorder, dgd.cluster.kube
 print(" ".join(sorted(sys.modules)))
 """
 

@@ -23,7 +23,6 @@ import yaml
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from dgd.actors.runtime import ActorSystem, LoopClock
 from dgd.actors.tree import operator_children
 from dgd.cli import main
 from dgd.cluster.kube.adapter import KubeCluster
@@ -33,6 +32,7 @@ from dgd.domain.crds import all_crds
 from dgd.domain.gates import effective_config, resolve_gates, served_apis
 from dgd.messages.config import OperatorConfig
 from dgd.messages.timestamps import wall_clock
+from dgd.runtime import ActorSystem, LoopClock
 from dgd.sim import WorldSettings
 from dgd.sim.apiserver.catalog import CUSTOM_RESOURCE_DEFINITION
 from dgd.sim.apiserver.server import Facade, serve, write_kubeconfig

@@ -14,13 +14,13 @@ import pytest
 import yaml
 from kubernetes_asyncio.client import ApiClient, Configuration
 
-from dgd.actors.runtime import ActorSystem, LoopClock
 from dgd.actors.tree import operator_children
 from dgd.cluster.errors import NotFound
 from dgd.cluster.kube.adapter import KubeCluster
 from dgd.cluster.resources import DGD, EVENT, PCS
 from dgd.domain.gates import effective_config, resolve_gates, served_apis
 from dgd.messages.config import OperatorConfig
+from dgd.runtime import ActorSystem, LoopClock
 from dgd.sim import SimulatedCluster, WorldSettings
 from dgd.sim.apiserver.server import Facade, serve
 from dgd.sim.key_pool import KeyPool

@@ -9,7 +9,6 @@ from typing import Any
 
 import anyio
 
-from dgd.actors.runtime import ManualClock, settle
 from dgd.cluster.errors import NotFound
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.protocol import Cluster
@@ -19,6 +18,7 @@ from dgd.daemon.lease import LeaseTiming
 from dgd.daemon.run import Daemon, DaemonSettings
 from dgd.domain.gates import Gates, effective_config
 from dgd.messages.config import OperatorConfig
+from dgd.runtime import ManualClock, settle
 from tests.unit.actors.operator.harness import fake_keys
 
 #: 2026-01-01T00:00:00Z

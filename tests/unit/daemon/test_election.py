@@ -7,11 +7,11 @@ import re
 import anyio
 import pytest
 
-from dgd.actors.runtime import ManualClock, settle
 from dgd.cluster.errors import ServerError
 from dgd.cluster.resources import LEASE
 from dgd.daemon.election import LeaderElector
 from dgd.daemon.lease import LeaseRecord, lease_object
+from dgd.runtime import ManualClock, settle
 from tests.unit.daemon.harness import (
     LEASE_NAME,
     LEASE_NS,

@@ -11,13 +11,13 @@ from typing import TypeVar
 import anyio
 import pytest
 
-from dgd.actors.runtime import ManualClock, settle
 from dgd.cluster.errors import Forbidden, NotFound
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.proxy import APICall, ClusterProxy
 from dgd.cluster.resources import LEASE
 from dgd.daemon.election import LeaderElector
 from dgd.daemon.probes import Health, Role, report
+from dgd.runtime import ManualClock, settle
 from tests.unit.daemon.harness import EPOCH, LEASE_NAME, LEASE_NS, TIMING, advance, memory_cluster
 
 pytestmark = pytest.mark.anyio

@@ -12,11 +12,11 @@ from contextlib import contextmanager
 import msgspec
 import pytest
 
-from dgd.actors.runtime import Actor, ActorSystem, ChildSpec, ManualClock, Supervisor, settle
 from dgd.actors.tree import DGDS
 from dgd.cluster.errors import Invalid
 from dgd.daemon.logs import log_handler
 from dgd.daemon.metrics import DaemonMetrics
+from dgd.runtime import Actor, ActorSystem, ChildSpec, ManualClock, Supervisor, settle
 
 PRIVATE_KEY = "\n".join(
     [

@@ -10,13 +10,13 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from dgd.actors.reconciler import Nudge
-from dgd.actors.runtime import ActorSystem, ManualClock, settle
+from dgd.actors.machinery.loop import Nudge
+from dgd.actors.machinery.workers import Workers
 from dgd.actors.tree import DGDS
-from dgd.actors.workers import Workers
 from dgd.cluster.resources import DGD
 from dgd.daemon.metrics import DGD_CONTROLLER, DaemonMetrics
 from dgd.messages.dgd import DynamoGraphDeployment
+from dgd.runtime import ActorSystem, ManualClock, settle
 from tests.unit.actors.operator.harness import manifest
 from tests.unit.daemon.harness import LEASE_NAME, NS, advance, daemon, installed, running
 

@@ -9,9 +9,9 @@ import aiohttp
 import anyio
 import pytest
 
-from dgd.actors.runtime import ManualClock
 from dgd.daemon.probes import Health, Role
 from dgd.daemon.servers import Server, probes_app
+from dgd.runtime import ManualClock
 from tests.unit.daemon.harness import advance, daemon, installed, running
 
 pytestmark = pytest.mark.anyio

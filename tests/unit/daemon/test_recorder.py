@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from dgd.cluster.resources import DGD, DGDSA
-from dgd.daemon.recorder import SETTLE, DaemonRecorder
+from dgd.daemon.trace_recorder import SETTLE, DaemonRecorder
 from dgd.messages.config import OperatorConfig
 from dgd.messages.trace import Apply, Delete, Expect, Patch
 from dgd.sim.trace_io import read_trace

@@ -6,10 +6,10 @@ from collections import Counter
 
 import pytest
 
-from dgd.actors.runtime import ManualClock
 from dgd.cluster.errors import Conflict, NotFound
 from dgd.cluster.resources import CONFIG_MAP
 from dgd.daemon.rest_client import Fence, InstrumentedCluster, NotLeader
+from dgd.runtime import ManualClock
 from tests.unit.daemon.harness import NS, install, memory_cluster
 
 pytestmark = pytest.mark.anyio

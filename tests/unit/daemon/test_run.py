@@ -6,7 +6,6 @@ import anyio
 import msgspec
 import pytest
 
-from dgd.actors.runtime import ManualClock, settle
 from dgd.actors.tree import DGDS, OPERATOR
 from dgd.cluster.errors import ServerError
 from dgd.cluster.memory.adapter import MemoryCluster
@@ -14,6 +13,7 @@ from dgd.cluster.resources import DGD
 from dgd.daemon.lease import LeaseTiming
 from dgd.daemon.probes import Role
 from dgd.messages.dgd import DynamoGraphDeployment
+from dgd.runtime import ManualClock, settle
 from tests.unit.actors.operator.harness import manifest
 from tests.unit.daemon.harness import (
     NS,

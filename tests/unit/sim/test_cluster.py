@@ -9,9 +9,9 @@ from typing import Any, Never
 import msgspec
 import pytest
 
-from dgd.actors.runtime import Actor, ChildSpec
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import DCD, PCS
+from dgd.runtime import Actor, ChildSpec
 from dgd.sim.clock import run
 from dgd.sim.cluster import GROVE, SimulatedCluster
 from dgd.sim.world.settings import WorldSettings

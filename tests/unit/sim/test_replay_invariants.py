@@ -17,12 +17,12 @@ import anyio
 import pytest
 import yaml
 
-from dgd.actors import dgd as dgd_actor
-from dgd.actors.children import grove_scaler
-from dgd.actors.runtime.ref import current_actor
+from dgd.actors.dgd import actor as dgd_actor
+from dgd.actors.dgd.children import grove_scaler
 from dgd.cluster.resources import DCD, DGD
 from dgd.messages.config import OperatorConfig
 from dgd.messages.trace import VERSION, Apply, Capacity, Expect, Header, Kill, ObjectRef, Patch, Trace
+from dgd.runtime.ref import current_actor
 from dgd.sim import WorldSettings
 from dgd.sim.invariants import Invariants
 from dgd.sim.operator import simulated_operator

@@ -20,11 +20,10 @@ from typing import Any
 import msgspec
 import yaml
 
-from dgd.actors.cache import Cache
-from dgd.actors.reconciler import Nudge, ReconcileObserver
-from dgd.actors.runtime import ActorSystem, CountingMetrics, ManualClock, Ref, settle
+from dgd.actors.machinery.cache import Cache
+from dgd.actors.machinery.loop import Nudge, ReconcileObserver
+from dgd.actors.machinery.workers import Workers
 from dgd.actors.tree import DGDS, operator_children
-from dgd.actors.workers import Workers
 from dgd.cluster.errors import NotFound
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.protocol import Cluster
@@ -35,6 +34,7 @@ from dgd.messages.config import OperatorConfig
 from dgd.messages.dgd import DynamoGraphDeployment
 from dgd.messages.grove import PodCliqueSet
 from dgd.messages.meta import Condition, Event
+from dgd.runtime import ActorSystem, CountingMetrics, ManualClock, Ref, settle
 
 #: 2026-01-01T00:00:00Z
 EPOCH = 1_767_225_600.0

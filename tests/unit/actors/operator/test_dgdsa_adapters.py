@@ -14,19 +14,19 @@ from typing import Any
 import msgspec
 import pytest
 
-from dgd.actors.cache import Cache
-from dgd.actors.children.scaling_adapters import AdaptersReconciled, ReconcileAdapters, ScalingAdapters
-from dgd.actors.children.step_failed import StepFailed
-from dgd.actors.reader import Reader
-from dgd.actors.recorder import Recorder
-from dgd.actors.runtime import ActorSystem, ChildSpec, ManualClock, Ref
-from dgd.actors.sync import Syncer
+from dgd.actors.dgd.children.scaling_adapters import AdaptersReconciled, ReconcileAdapters, ScalingAdapters
+from dgd.actors.dgd.children.step_failed import StepFailed
+from dgd.actors.machinery.cache import Cache
+from dgd.actors.machinery.events import Recorder
+from dgd.actors.machinery.reader import Reader
+from dgd.actors.machinery.sync import Syncer
 from dgd.cluster.errors import NotFound, ServerError
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.memory.faults import Fail
 from dgd.cluster.resources import DGD, DGDSA, EVENT
 from dgd.messages.dgd import DynamoGraphDeployment
 from dgd.messages.dgdsa import DynamoGraphDeploymentScalingAdapter as Adapter
+from dgd.runtime import ActorSystem, ChildSpec, ManualClock, Ref
 from tests.unit.actors.operator.harness import EPOCH, NS
 
 pytestmark = pytest.mark.anyio

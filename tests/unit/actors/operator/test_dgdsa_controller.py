@@ -15,8 +15,7 @@ import anyio
 import msgspec
 import pytest
 
-from dgd.actors.runtime import CountingMetrics
-from dgd.actors.sync import owner_reference
+from dgd.actors.machinery.sync import owner_reference
 from dgd.actors.tree import ADAPTERS, DGDS
 from dgd.cluster.errors import Conflict, Forbidden, NotFound
 from dgd.cluster.memory.adapter import MemoryCluster
@@ -28,6 +27,7 @@ from dgd.messages.config import OperatorConfig
 from dgd.messages.dgd import DynamoGraphDeployment
 from dgd.messages.dgdsa import DynamoGraphDeploymentScalingAdapter as Adapter
 from dgd.messages.timestamps import rfc3339
+from dgd.runtime import CountingMetrics
 from tests.unit.actors.operator.harness import NS, Harness, manifest, running_operator
 
 pytestmark = pytest.mark.anyio

@@ -10,13 +10,12 @@ import anyio
 import pytest
 
 from dgd.actors import tree
-from dgd.actors.cache import Cache
-from dgd.actors.children.restart import RestartResolver
-from dgd.actors.dgd import DGDActor
-from dgd.actors.programs.grove import GroveProgram
-from dgd.actors.retries import Retries
-from dgd.actors.runtime import CountingMetrics
-from dgd.actors.workers import Workers
+from dgd.actors.dgd.actor import DGDActor
+from dgd.actors.dgd.children.restart import RestartResolver
+from dgd.actors.dgd.programs.grove import GroveProgram
+from dgd.actors.machinery.cache import Cache
+from dgd.actors.machinery.retries import Retries
+from dgd.actors.machinery.workers import Workers
 from dgd.cluster.errors import NotFound, ServerError
 from dgd.cluster.memory import server as server_module
 from dgd.cluster.memory.adapter import MemoryCluster
@@ -24,6 +23,7 @@ from dgd.cluster.resources import DGD, DGDSA, PCLQ, PCS, PCSG
 from dgd.domain.events import INTERNAL_ERROR
 from dgd.domain.projection import FAILED_TO_RECONCILE
 from dgd.messages.dgd import DynamoGraphDeployment
+from dgd.runtime import CountingMetrics
 from tests.unit.actors.operator.harness import NS, manifest, running_operator
 
 pytestmark = pytest.mark.anyio

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import msgspec
 import pytest
 
-from dgd.actors.dgd_writer import FINALIZER
+from dgd.actors.dgd.writer import FINALIZER
 from dgd.cluster.errors import ClusterError
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.proxy import APICall, ClusterProxy

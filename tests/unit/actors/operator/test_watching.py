@@ -7,13 +7,13 @@ from collections.abc import Awaitable, Callable
 import msgspec
 import pytest
 
-from dgd.actors.runtime import CountingMetrics
+from dgd.actors.machinery.workers import Workers
 from dgd.actors.tree import DGDS, INFORMERS
-from dgd.actors.workers import Workers
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.resources import DGD, NAMESPACE, SERVICE
 from dgd.messages.config import NamespaceConfig, OperatorConfig
 from dgd.messages.dgd import DynamoGraphDeployment
+from dgd.runtime import CountingMetrics
 from tests.unit.actors.operator.harness import NS, manifest, running_operator
 
 pytestmark = pytest.mark.anyio

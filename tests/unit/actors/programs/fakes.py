@@ -11,20 +11,20 @@ from typing import Any
 import msgspec
 import yaml
 
-from dgd.actors.cache import Cache
-from dgd.actors.children.checkpoint_storage import CheckpointsResolved
-from dgd.actors.children.grove_scaler import Scaled
-from dgd.actors.children.restart import RestartResolved
-from dgd.actors.children.rollout import RolloutAdvanced
-from dgd.actors.children.scaling_adapters import AdaptersReconciled
-from dgd.actors.children.shared_resources import SharedEnsured
-from dgd.actors.children.topology_status import NoTopology
-from dgd.actors.dgd_writer import DGDWriter
-from dgd.actors.programs.conclusion import Conclusion
-from dgd.actors.programs.provisioning import Provisioning
-from dgd.actors.reader import Reader
-from dgd.actors.recorder import PostEvent, Recorder
-from dgd.actors.sync import Syncer
+from dgd.actors.dgd.children.checkpoint_storage import CheckpointsResolved
+from dgd.actors.dgd.children.grove_scaler import Scaled
+from dgd.actors.dgd.children.restart import RestartResolved
+from dgd.actors.dgd.children.rollout import RolloutAdvanced
+from dgd.actors.dgd.children.scaling_adapters import AdaptersReconciled
+from dgd.actors.dgd.children.shared_resources import SharedEnsured
+from dgd.actors.dgd.children.topology_status import NoTopology
+from dgd.actors.dgd.programs.conclusion import Conclusion
+from dgd.actors.dgd.programs.provisioning import Provisioning
+from dgd.actors.dgd.writer import DGDWriter
+from dgd.actors.machinery.cache import Cache
+from dgd.actors.machinery.events import PostEvent, Recorder
+from dgd.actors.machinery.reader import Reader
+from dgd.actors.machinery.sync import Syncer
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.resources import DGD, NAMESPACE
 from dgd.domain.restart import RestartState

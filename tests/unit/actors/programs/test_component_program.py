@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from dgd.actors.children.checkpoint_storage import CheckpointsResolved
-from dgd.actors.children.shared_resources import SharedEnsured
-from dgd.actors.children.step_failed import StepFailed
-from dgd.actors.programs.component import ComponentProgram
-from dgd.actors.programs.provisioning import Provisioning
+from dgd.actors.dgd.children.checkpoint_storage import CheckpointsResolved
+from dgd.actors.dgd.children.shared_resources import SharedEnsured
+from dgd.actors.dgd.children.step_failed import StepFailed
+from dgd.actors.dgd.programs.component import ComponentProgram
+from dgd.actors.dgd.programs.provisioning import Provisioning
 from dgd.cluster.resources import DCD
 from dgd.domain.checkpoint import CheckpointInfo
 from dgd.domain.projection import FAILED_TO_RECONCILE, NO_MULTINODE_ORCHESTRATOR

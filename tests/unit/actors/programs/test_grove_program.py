@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from dgd.actors.children.step_failed import StepFailed
-from dgd.actors.programs.grove import GroveProgram
-from dgd.actors.programs.provisioning import Provisioning
+from dgd.actors.dgd.children.step_failed import StepFailed
+from dgd.actors.dgd.programs.grove import GroveProgram
+from dgd.actors.dgd.programs.provisioning import Provisioning
 from dgd.cluster.resources import DGD, PCS
 from dgd.domain.projection import FAILED_TO_RECONCILE, PROVIDER_UNAVAILABLE
 from dgd.messages.config import OperatorConfig, load_config

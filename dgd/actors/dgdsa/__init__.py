@@ -1,0 +1,1 @@
+"""The scaling-adapter controller: one actor per DynamoGraphDeploymentScalingAdapter."""
