@@ -12,7 +12,7 @@ Not-ready reasons keep upstream's wording, so users and dashboards read the same
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import msgspec
 
@@ -30,6 +30,9 @@ from dgd.messages.grove_children import (
     PodCliqueStatus,
 )
 from dgd.messages.meta import Condition
+
+#: A PodClique or a PodCliqueScalingGroup.
+GroveChild = TypeVar("GroveChild", PodClique, PodCliqueScalingGroup)
 
 # Ready reasons a Grove child can imply (§14.1).
 SOME_NOT_READY = "some_resources_are_not_ready"
@@ -81,6 +84,17 @@ class ChildReadiness(msgspec.Struct, frozen=True):
 def child_name(dgd: DynamoGraphDeployment, component: ComponentSpec) -> str:
     """The PodClique or PCSG Grove creates for a component: ``<pcs>-0-<lowercase component>``."""
     return f"{graph_pcs_name(dgd)}-0-{component.name.lower()}"
+
+
+def rescaled_child(child: GroveChild, replicas: int) -> GroveChild:
+    """A PodClique or scaling group as a scale write to ``replicas`` left it, from a read that may
+    predate the write: the spec changed, so its status speaks for an older generation until Grove
+    processes it (a read that shows the write already is returned as it is)."""
+    if child.spec.replicas == replicas:
+        return child
+    metadata = msgspec.structs.replace(child.metadata, generation=(child.metadata.generation or 0) + 1)
+    spec = msgspec.structs.replace(child.spec, replicas=replicas)
+    return msgspec.structs.replace(child, metadata=metadata, spec=spec)
 
 
 def _condition(conditions: list[Condition] | None, kind: str) -> Condition | None:

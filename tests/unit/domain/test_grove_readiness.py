@@ -12,6 +12,7 @@ from dgd.domain.readiness import (
     grove_readiness,
     observe_pcsg,
     observe_podclique,
+    rescaled_child,
 )
 from dgd.messages.dgd import ComponentReplicaStatus, DGDStatus, DynamoGraphDeployment
 from dgd.messages.grove import PodCliqueSet
@@ -306,3 +307,26 @@ def test_an_accepted_revision_without_a_worker_clique_is_an_error() -> None:
     children = {c: observe_podclique(c, None) for c in ("Frontend", "Worker", "Planner")}
     with pytest.raises(InconsistentRevision, match="has no worker clique for component 'Worker'"):
         grove_readiness(graph(), pcs, children)
+
+
+def test_a_ready_clique_read_before_this_reconciles_scale_write_is_unprocessed_at_its_new_replicas() -> None:
+    # given a ready clique of 2, as the cache holds it, and a scale write to 3 this reconcile made
+    ready = clique(2, generation=4, observedGeneration=4, replicas=2, readyReplicas=2, updatedReplicas=2)
+    assert observe_podclique("g-0-worker", ready).ready
+
+    # when readiness reads it as the write left it
+    after = rescaled_child(ready, 3)
+
+    # then its spec asks for 3 at a later generation, which Grove has not processed yet
+    assert (after.spec.replicas, after.metadata.generation) == (3, 5)
+    verdict = observe_podclique("g-0-worker", after)
+    assert not verdict.ready
+    assert verdict.reason == "spec not yet processed: generation=5, observedGeneration=4"
+
+
+def test_a_clique_read_after_the_scale_write_is_taken_as_it_is() -> None:
+    # given a clique whose read already shows the replicas the write asked for
+    fresh = clique(3, generation=5, observedGeneration=4, replicas=2, readyReplicas=2, updatedReplicas=2)
+
+    # when readiness reads it as the write left it, then nothing is added to it
+    assert rescaled_child(fresh, 3) is fresh

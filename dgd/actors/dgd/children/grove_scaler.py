@@ -7,9 +7,9 @@ child Grove has not created yet is skipped (its creation will nudge the DGD agai
 child answers "already there" without an API call; otherwise ``Syncer.scale`` reads the scale and,
 when it differs, replaces it at the resourceVersion read (a concurrent change is a conflict,
 retried), and records ``Update<Kind>`` "… (scaled from A to B replicas)" on the DGD (upstream
-records none, ``docs/decisions.md``). The answer says what the write did to each child
-(``ScaleChange.child``), so that the readiness read of the same reconcile sees it unprocessed; the
-scaler reads the shared cache and never writes it.
+records none, ``docs/decisions.md``). The answer says which children it scaled, from and to what:
+the Grove program's readiness read of the same reconcile sees those as the write left them
+(``dgd.domain.readiness.rescaled``); the scaler reads the shared cache and never writes it.
 """
 
 from __future__ import annotations
@@ -30,15 +30,13 @@ from dgd.runtime import Actor, Request
 
 
 class ScaleChange(msgspec.Struct, frozen=True):
-    """One child scaled: its kind and name, from and to how many replicas; ``child``: the cached child
-    as the write leaves it (new replicas, a later generation), when one was cached."""
+    """One child scaled: its component, kind and name, from and to how many replicas."""
 
     component: str
     kind: str
     name: str
     before: int
     after: int
-    child: Any = None
 
 
 class Scaled(msgspec.Struct, frozen=True):
@@ -82,10 +80,9 @@ class GroveScaler(Actor[Scale]):
 
     async def _scale(
         self, key: ObjectKey[Any], target: int, owner: DynamoGraphDeployment
-    ) -> tuple[int, int, Any] | None:
+    ) -> tuple[int, int] | None:
         if target < 0:
             raise ValueError(f"negative replicas {target} for {key}")
-        cached: Any = None
         if self._reader.watches(key.resource):
             cached = await self._reader.get(key)
             if cached is None:
@@ -95,18 +92,5 @@ class GroveScaler(Actor[Scale]):
         written = await self._syncer.scale(key, target, owner=owner)
         if written is None:
             return None
-        before, resource_version = written
-        # The answer is a Scale, not the child: say what the write did to it, so that this reconcile's
-        # readiness sees the child unprocessed by Grove rather than the cached, ready, old one.
-        after = _scaled(cached, target, resource_version) if cached is not None else None
-        return before, target, after
-
-
-def _scaled(child: Any, replicas: int, resource_version: str | None) -> Any:
-    """``child`` (a PodClique or scaling group) as a scale write to ``replicas`` leaves it."""
-    metadata = msgspec.structs.replace(
-        child.metadata, generation=(child.metadata.generation or 0) + 1, resource_version=resource_version
-    )
-    return msgspec.structs.replace(
-        child, metadata=metadata, spec=msgspec.structs.replace(child.spec, replicas=replicas)
-    )
+        before, _ = written
+        return before, target

@@ -276,9 +276,9 @@ class GroveProgram:
         # 6. Services, Ingress and VirtualService beside the workload; those no longer rendered go.
         await self._stable_resources(dgd, progress.dgd)
         # 7. Readiness from the synced PodCliqueSet and one read of each child.
-        written = {change.component: change.child for change in scaled.changes if change.child is not None}
+        rescaled = {change.component: change.after for change in scaled.changes}
         readiness = grove_readiness(
-            dgd, pcs, await observe_children(self._reader, dgd, dgd.spec.components or [], written)
+            dgd, pcs, await observe_children(self._reader, dgd, dgd.spec.components or [], rescaled)
         )
         # 8. Aggregate; Grove's classification replaces the generic not-ready reason.
         outcome = check_resources_readiness(
