@@ -30,41 +30,18 @@ from dgd.cluster.resources import DGD, NAMESPACE
 from dgd.domain.restart import RestartState
 from dgd.messages.dgd import DynamoGraphDeployment
 from dgd.messages.meta import Event
+from tests.unit.actors.operator.harness import AGG
 
 #: 2026-01-01T00:00:00Z
 EPOCH = 1_767_225_600.0
 NOW = "2026-01-01T00:00:00Z"
 
-GRAPH = """\
-apiVersion: nvidia.com/v1beta1
-kind: DynamoGraphDeployment
-metadata:
-  name: demo
-  namespace: team-a
-  annotations: {nvidia.com/enable-grove: "GROVE"}
-spec:
-  backendFramework: vllm
-  components:
-    - name: Frontend
-      type: frontend
-      replicas: 1
-      podTemplate: {spec: {containers: [{name: main, image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0}]}}
-    - name: Worker
-      type: worker
-      replicas: 2
-      podTemplate:
-        spec:
-          containers:
-            - name: main
-              image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0
-              resources: {limits: {nvidia.com/gpu: "1"}}
-"""
-
 
 def manifest(*, grove: bool, multinode: bool = False) -> dict[str, Any]:
     """The test graph, on the Grove pathway or the Component one; ``multinode``: its worker spans two
     nodes."""
-    body: dict[str, Any] = yaml.safe_load(GRAPH.replace("GROVE", "true" if grove else "false"))
+    body: dict[str, Any] = yaml.safe_load(AGG)
+    body["metadata"]["annotations"] = {"nvidia.com/enable-grove": "true" if grove else "false"}
     if multinode:
         body["spec"]["components"][1]["multinode"] = {"nodeCount": 2}
     return body
