@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from dgd.actors.dgd import actor as dgd_actor
-from dgd.actors.dgd.children import grove_scaler
+from dgd.actors.dgd import grove_observation
 from dgd.cluster.resources import DCD, DGD
 from dgd.messages.config import OperatorConfig
 from dgd.messages.trace import VERSION, Apply, Capacity, Expect, Header, Kill, ObjectRef, Patch, Trace
@@ -89,8 +89,9 @@ def test_an_event_emitted_before_its_status_is_written_breaks_events_follow_stat
 def test_readiness_read_from_a_stale_cache_after_a_scale_breaks_ready_means_current(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # given a build whose grove-scaler leaves the cache as it was after scaling (the bug it had)
-    monkeypatch.setattr(grove_scaler, "_scaled", lambda child, replicas, version: child)
+    # given a build whose readiness reads a child as the cache held it before this reconcile scaled it
+    # (the bug the grove-scaler once had)
+    monkeypatch.setattr(grove_observation, "rescaled_child", lambda child, replicas: child)
 
     # when a planner's scale storm is replayed
     trace = read_trace((ROOT / "examples" / "traces" / "scale-storm.jsonl").read_bytes())
