@@ -63,7 +63,9 @@ def children(
     live: Legacy = NOTHING_LIVE,
     **kwargs: Any,
 ) -> DCDChildren:
-    return render_dcd_children(component, config or OperatorConfig(), gates=gates or Gates(), live=live, **kwargs)
+    return render_dcd_children(
+        component, config or OperatorConfig(), gates=gates or Gates(), live=live, **kwargs
+    )
 
 
 def of_kind(rendered: DCDChildren, kind: str) -> list[dict[str, Any]]:

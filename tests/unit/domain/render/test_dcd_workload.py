@@ -16,15 +16,17 @@ LWS = Gates(lws=True)
 TWO_NODES = {"multinode": {"nodeCount": 2}}
 
 
-def test_a_deployment_selects_its_pods_by_selector_rolls_25_percent_and_is_created_owned_with_bookkeeping() -> None:
+def test_a_deployment_selects_by_selector_rolls_25_percent_and_is_created_owned_with_bookkeeping() -> None:
     # §4 #2. given a new frontend DCD d of DGD g
     rendered = children(dcd())
 
     # when its Deployment is created through SyncResource's rules
     [deployment] = of_kind(rendered, "Deployment")
-    created = plan_sync(deployment, None, {"kind": "DynamoComponentDeployment", "name": "d", "controller": True})
+    created = plan_sync(
+        deployment, None, {"kind": "DynamoComponentDeployment", "name": "d", "controller": True}
+    )
 
-    # then it selects by nvidia.com/selector, rolls 25%/25%, and gets the owner and the bookkeeping annotations
+    # then it selects by nvidia.com/selector, rolls 25%/25%, gets the owner and the bookkeeping annotations
     assert deployment["metadata"]["name"] == "d"
     assert deployment["spec"]["selector"] == {"matchLabels": {"nvidia.com/selector": "d"}}
     assert deployment["spec"]["strategy"] == {
@@ -34,7 +36,9 @@ def test_a_deployment_selects_its_pods_by_selector_rolls_25_percent_and_is_creat
     assert isinstance(created, Create)
     assert created.body["metadata"]["ownerReferences"][0]["controller"] is True
     assert created.body["metadata"]["annotations"][LAST_APPLIED_GENERATION] == "1"
-    assert created.body["metadata"]["annotations"][LAST_APPLIED_HASH] == rendered.children[0].last_applied_hash
+    assert (
+        created.body["metadata"]["annotations"][LAST_APPLIED_HASH] == rendered.children[0].last_applied_hash
+    )
     assert deployment["spec"]["template"]["metadata"]["labels"]["nvidia.com/selector"] == "d"
 
 
@@ -55,7 +59,9 @@ def test_a_deployment_selects_its_pods_by_selector_rolls_25_percent_and_is_creat
         ),
     ],
 )
-def test_the_strategy_follows_the_pod_template_annotations(annotations: dict[str, str], expected: object) -> None:
+def test_the_strategy_follows_the_pod_template_annotations(
+    annotations: dict[str, str], expected: object
+) -> None:
     # given a DCD whose pod template carries rollout annotations
     rendered = children(dcd(pod_annotations=annotations))
 
@@ -77,7 +83,9 @@ def test_the_dcds_own_strategy_annotation_is_not_read() -> None:
     assert deployment["spec"]["strategy"]["type"] == "RollingUpdate"
 
 
-def test_a_rollout_bound_that_is_neither_an_integer_nor_a_percentage_is_refused_naming_the_annotation() -> None:
+def test_a_rollout_bound_that_is_neither_an_integer_nor_a_percentage_is_refused_naming_the_annotation() -> (
+    None
+):
     # §2.13 #14, decided. given max-surge "lots"
     component = dcd(pod_annotations={"nvidia.com/deployment-rolling-update-max-surge": "lots"})
 
@@ -106,10 +114,14 @@ def test_a_multinode_dcd_with_the_lws_gate_is_one_leaderworkerset_of_role_labell
     [lws] = of_kind(rendered, "LeaderWorkerSet")
     [service] = of_kind(rendered, "Service")
 
-    # then LeaderWorkerSet d-0, 1 replica, size 2, leader created first, templates by role without the selector
+    # then LWS d-0, 1 replica, size 2, leader created first, templates by role without the selector
     template = lws["spec"]["leaderWorkerTemplate"]
     assert lws["metadata"]["name"] == "d-0"
-    assert (lws["spec"]["replicas"], lws["spec"]["startupPolicy"], template["size"]) == (1, "LeaderCreated", 2)
+    assert (lws["spec"]["replicas"], lws["spec"]["startupPolicy"], template["size"]) == (
+        1,
+        "LeaderCreated",
+        2,
+    )
     for role in ("leader", "worker"):
         labels = template[f"{role}Template"]["metadata"]["labels"]
         assert labels["role"] == role
@@ -125,7 +137,7 @@ def test_a_leaderworkerset_main_container_without_args_is_refused() -> None:
 
     # when its children are rendered with the LWS gate on
     # then rendering fails with upstream's message
-    with pytest.raises(RenderError, match="container Args cannot be empty for LWS pod$"):
+    with pytest.raises(RenderError, match=r"container Args cannot be empty for LWS pod$"):
         children(component, gates=LWS)
 
 
@@ -169,7 +181,9 @@ def test_a_multinode_dcd_without_the_lws_gate_is_a_main_deployment_whose_service
 
 def test_a_prefill_dcd_whose_deployment_pods_are_workers_keeps_rendering_as_a_worker() -> None:
     # §4 #26. given a prefill DCD whose Deployment's pod template says worker without a sub-type
-    live_deployment = {"spec": {"template": {"metadata": {"labels": {"nvidia.com/dynamo-component-type": "worker"}}}}}
+    live_deployment = {
+        "spec": {"template": {"metadata": {"labels": {"nvidia.com/dynamo-component-type": "worker"}}}}
+    }
     worker_lws = {"spec": {"leaderWorkerTemplate": {"leaderTemplate": live_deployment["spec"]["template"]}}}
 
     # when it is rendered with the Deployment, or only a worker LWS with the LWS gate off
@@ -179,7 +193,9 @@ def test_a_prefill_dcd_whose_deployment_pods_are_workers_keeps_rendering_as_a_wo
     # then its pods and Service keep worker; the LeaderWorkerSet is not consulted with the gate off
     [deployment] = of_kind(rendered, "Deployment")
     [service] = of_kind(rendered, "Service")
-    assert deployment["spec"]["template"]["metadata"]["labels"]["nvidia.com/dynamo-component-type"] == "worker"
+    assert (
+        deployment["spec"]["template"]["metadata"]["labels"]["nvidia.com/dynamo-component-type"] == "worker"
+    )
     assert service["spec"]["selector"]["nvidia.com/dynamo-component-type"] == "worker"
     assert rendered.workload_type == "worker"
     assert ignored.workload_type == "prefill"
@@ -231,7 +247,9 @@ def test_a_pod_without_an_account_runs_as_the_labelled_one_else_default_with_etc
     assert of_kind(without, "Deployment")[0]["spec"]["template"]["spec"]["serviceAccountName"] == "default"
 
 
-@pytest.mark.parametrize(("owner", "account"), [(None, "d-k8s-service-discovery"), ("g", "g-k8s-service-discovery")])
+@pytest.mark.parametrize(
+    ("owner", "account"), [(None, "d-k8s-service-discovery"), ("g", "g-k8s-service-discovery")]
+)
 def test_with_kubernetes_discovery_a_pod_runs_as_the_discovery_account_of_its_dgd_else_its_dcd(
     owner: str | None, account: str
 ) -> None:
