@@ -21,7 +21,8 @@ from dgd.domain.crds import crd_files, render_crds_yaml
 from dgd.domain.manifests import dump_manifests
 from dgd.domain.preflight import unsupported
 from dgd.domain.render.errors import RenderError
-from dgd.domain.render.offline import InvalidInput, prepare, render
+from dgd.domain.render.offline import InvalidInput, prepare, render, render_dcd_objects
+from dgd.messages.dcd import KIND as DCD_KIND
 from dgd.messages.dgd import API_VERSION_V1ALPHA1, KIND
 
 #: The Grove kind whose levels a KV-transfer policy's ``clusterTopologyName`` resolves to.
@@ -47,7 +48,11 @@ RENDER = (
     "lookups (the ClusterTopologyBinding a topology constraint or KV-transfer policy names, whether "
     "the InferencePool API is served for an EPP component) are skipped. A KV-transfer policy with "
     "clusterTopologyName needs that binding's levels: give the ClusterTopologyBinding with "
-    "--cluster-topology FILE, or as a document of FILE (it is not printed)."
+    "--cluster-topology FILE, or as a document of FILE (it is not printed). With --dcd, each DGD on the "
+    "Component pathway is followed, after its DCDs, by what the DCD controller would create for each DCD "
+    "on its first reconcile (checkpoint storage PVC, Deployment or LeaderWorkerSet, Service, model "
+    "Service, Ingress, VirtualService; the LeaderWorkerSet gate on unless the configuration turns it "
+    "off), and DynamoComponentDeployment documents in FILE are rendered the same way."
 )
 
 
@@ -92,6 +97,12 @@ def add_commands(commands: Any) -> None:
         default=[],
         help="YAML with the Grove ClusterTopologyBinding(s) a kvTransferPolicy.clusterTopologyName names "
         "(repeatable)",
+    )
+    render.add_argument(
+        "--dcd",
+        action="store_true",
+        help="also print the objects the DCD controller would create for each DCD (and render "
+        "DynamoComponentDeployment documents of FILE)",
     )
     wire(render, _render, ok="every DGD rendered", failed="a DGD is invalid or cannot be rendered")
 
@@ -193,6 +204,10 @@ def _render(args: argparse.Namespace) -> int:
         is_dgd = isinstance(document, dict) and document.get("kind") == KIND
         if isinstance(document, dict) and document.get("kind") == BINDING_KIND:
             continue
+        if args.dcd and isinstance(document, dict) and document.get("kind") == DCD_KIND:
+            where = f"{shown(args.file)}#{index} {DCD_KIND}"
+            failed |= not _render_dcd(document, where, args, config, rendered)
+            continue
         if not is_dgd:
             kind = document.get("kind") if isinstance(document, dict) else None
             print(
@@ -210,7 +225,11 @@ def _render(args: argparse.Namespace) -> int:
             problems = unsupported(dgd, config)
             if problems:
                 raise InvalidInput([str(problem) for problem in problems])
-            rendered += render(dgd, config=config, bindings=bindings)
+            objects = render(dgd, config=config, bindings=bindings)
+            rendered += objects
+            if args.dcd:
+                for obj in [o for o in objects if o.get("kind") == DCD_KIND]:
+                    rendered += render_dcd_objects(obj, config=config, owner=dgd)
         except InvalidInput as exc:
             failed = True
             for error in exc.errors:
@@ -222,6 +241,20 @@ def _render(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     sys.stdout.write(dump_manifests(rendered))
     return EXIT_OK
+
+
+def _render_dcd(document: Any, where: str, args: argparse.Namespace, config: Any, out: list[Any]) -> bool:
+    """Render one DCD document's children into ``out``; print why not and answer ``False`` if refused."""
+    try:
+        out += render_dcd_objects(document, config=config, namespace=args.namespace)
+    except InvalidInput as exc:
+        for error in exc.errors:
+            print(f"{where}: error: {error}", file=sys.stderr)
+        return False
+    except RenderError as exc:
+        print(f"{where}: error: {exc}", file=sys.stderr)
+        return False
+    return True
 
 
 def _crds(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -37,6 +38,7 @@ var roots = map[string]reflect.Type{
 	"Role":                  reflect.TypeOf(rbacv1.Role{}),
 	"RoleBinding":           reflect.TypeOf(rbacv1.RoleBinding{}),
 	"Ingress":               reflect.TypeOf(networkingv1.Ingress{}),
+	"Deployment":            reflect.TypeOf(appsv1.Deployment{}),
 }
 
 // leaves are types with their own MarshalJSON: named by kind, never walked.

@@ -20,9 +20,12 @@ from typing import Any
 
 import msgspec
 
+from dgd.domain.gates import Gates
+from dgd.domain.render.dcd_children import render_dcd_children
 from dgd.domain.render.offline import prepare, render
 from dgd.domain.render.shared_objects import discovery_rbac, mpi_secret, planner_rbac, wait_leader_config_map
 from dgd.messages.config import OperatorConfig
+from dgd.messages.dcd import DynamoComponentDeployment
 from tests.upstream import DYNAMO, load_documents
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -124,7 +127,7 @@ CORNERS: list[dict[str, Any]] = [
 ]
 
 
-UNSTRUCTURED_KINDS = ("Service", "ServiceAccount", "ConfigMap", "Secret", "Role", "RoleBinding")
+UNSTRUCTURED_KINDS = ("Service", "ServiceAccount", "ConfigMap", "Secret", "Role", "RoleBinding", "Deployment")
 UNSTRUCTURED_CORNERS: list[dict[str, Any]] = [
     {"type": kind, "value": value, "unstructured": True}
     for kind, value in [
@@ -151,6 +154,16 @@ def _pod_templates(obj: dict[str, Any]) -> list[dict[str, Any]]:
     return []
 
 
+def _dcd_children(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What the DCD controller renders for the DCDs among ``objects`` (LWS gate off: Deployments)."""
+    children: list[dict[str, Any]] = []
+    for obj in objects:
+        if obj.get("kind") == "DynamoComponentDeployment":
+            dcd = msgspec.convert(obj, DynamoComponentDeployment)
+            children += [c.body for c in render_dcd_children(dcd, CONFIG, gates=Gates()).children]
+    return children
+
+
 def _cases() -> list[dict[str, Any]]:
     cases = [*CORNERS, *UNSTRUCTURED_CORNERS]
     for path in SOURCES:
@@ -173,7 +186,12 @@ def _cases() -> list[dict[str, Any]]:
                     cases.extend({"type": "PodTemplateSpec", "value": t} for t in _pod_templates(obj))
                     if obj.get("kind") == "Service":
                         cases.append({"type": "ServiceSpec", "value": obj["spec"]})
-                for obj in [*objects, *discovery_rbac(dgd), wait_leader_config_map(dgd)]:
+                for obj in [
+                    *objects,
+                    *discovery_rbac(dgd),
+                    wait_leader_config_map(dgd),
+                    *_dcd_children(objects),
+                ]:
                     if obj.get("kind") in UNSTRUCTURED_KINDS:
                         cases.append({"type": obj["kind"], "value": obj, "unstructured": True})
     unique = {json.dumps(case, sort_keys=True): case for case in cases}

@@ -15,7 +15,7 @@ import pytest
 from dgd.domain.conversion.dgd import dgd_to_v1beta1
 from dgd.domain.manifests import dump_manifests
 from dgd.domain.render.errors import RenderError
-from dgd.domain.render.offline import InvalidInput, Pathway, prepare, render
+from dgd.domain.render.offline import InvalidInput, Pathway, prepare, render, render_dcd_objects
 from dgd.messages.config import CheckpointConfig, OperatorConfig
 from dgd.messages.dgd import API_VERSION_V1ALPHA1
 from tests.conftest import kubectl
@@ -105,3 +105,27 @@ def strictly_accepted(real: RealCluster, documents: list[Any]) -> None:
     )
     assert created.returncode == 0, created.stderr.decode()
     assert b"Warning" not in created.stderr, created.stderr.decode()
+
+
+@pytest.mark.parametrize(("file", "index", "document"), DOCUMENTS, ids=[f"{f}#{i}" for f, i, _ in DOCUMENTS])
+async def test_every_dcd_child_passes_strict_validation_on_the_real_server(
+    real: RealCluster, file: str, index: int, document: dict[str, Any]
+) -> None:
+    # given what the DCD controller renders for each DCD of an upstream DGD on the Component pathway
+    # (the LeaderWorkerSet gate on, as on this tier; a DGD or DCD the operator refuses has no children)
+    try:
+        dgd = prepare(document, namespace=real.namespace, config=CONFIG, pathway="component")
+        dcds = [o for o in render(dgd, config=CONFIG) if o["kind"] == "DynamoComponentDeployment"]
+    except (InvalidInput, RenderError) as refusal:
+        pytest.skip(f"the Component pathway refuses {file}#{index}: {refusal}")
+    children = []
+    for dcd in dcds:
+        try:
+            children += render_dcd_objects(dcd, config=CONFIG, owner=dgd)
+        except RenderError as refusal:
+            print(f"{dcd['metadata']['name']} refused: {refusal}")
+    assert children or not dcds, f"no DCD of {file}#{index} renders"
+
+    # when they are created as a dry run with strict field validation
+    # then the server takes every Deployment, LeaderWorkerSet, Service and Ingress with no unknown field
+    strictly_accepted(real, children)

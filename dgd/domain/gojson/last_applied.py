@@ -35,6 +35,7 @@ TYPED_KINDS = {
     "Role": "api/rbac/v1.Role",
     "RoleBinding": "api/rbac/v1.RoleBinding",
     "Ingress": "api/networking/v1.Ingress",
+    "Deployment": "api/apps/v1.Deployment",
 }
 
 

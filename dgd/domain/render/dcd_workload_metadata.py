@@ -43,19 +43,38 @@ def kube_labels(
     dgd: DynamoGraphDeployment, component: ComponentSpec, dcd: DynamoComponentDeployment
 ) -> dict[str, str]:
     """The workload labels of the DCD ``dcd`` rendered for ``component`` of ``dgd``."""
+    alpha_namespace = preserved_service(dgd, component.name).get("dynamoNamespace")
+    return labels_of(
+        dcd,
+        alpha=alpha_labels(dgd, component.name),
+        sub_type=sub_component_type(dgd, component),
+        component=dcd.spec.name or component.name,
+        alpha_namespace=alpha_namespace if isinstance(alpha_namespace, str) else None,
+    )
+
+
+def labels_of(
+    dcd: DynamoComponentDeployment,
+    *,
+    alpha: dict[str, str],
+    sub_type: str | None,
+    component: str,
+    alpha_namespace: str | None,
+) -> dict[str, str]:
+    """``GetDCDKubeLabels`` of ``dcd`` given its v1alpha1 view (labels, sub-type, ``dynamoNamespace``)
+    and its component name: the DGD's program and the DCD controller read the view from different
+    places (the DGD's payload, the DCD's own), which hold the same data."""
     own = dict(dcd.metadata.labels or {})
     labels = dict(own)
-    labels.update(alpha_labels(dgd, component.name))
+    labels.update(alpha)
     labels.update(template_metadata(dcd.spec.pod_template or {}, "labels"))
     model = dcd.spec.model_ref
     if model is not None and model.name:
         labels[BASE_MODEL_HASH] = model_hash(model.name)
-    sub_type = sub_component_type(dgd, component)
     if sub_type:
         labels[SUB_COMPONENT_TYPE] = sub_type
-    labels[COMPONENT] = dcd.spec.name or component.name
-    alpha_namespace = preserved_service(dgd, component.name).get("dynamoNamespace")
-    namespace = alpha_namespace if isinstance(alpha_namespace, str) else own.get(DYNAMO_NAMESPACE)
+    labels[COMPONENT] = component
+    namespace = alpha_namespace if alpha_namespace is not None else own.get(DYNAMO_NAMESPACE)
     if namespace:
         labels[DYNAMO_NAMESPACE] = namespace
     labels.update({key: own[key] for key in _OBJECT_KEYS if own.get(key)})
@@ -66,7 +85,12 @@ def kube_annotations(
     dgd: DynamoGraphDeployment, component: ComponentSpec, dcd: DynamoComponentDeployment
 ) -> dict[str, str]:
     """The workload annotations of the DCD ``dcd`` rendered for ``component`` of ``dgd``."""
-    annotations = alpha_annotations(dgd, component.name)
+    return annotations_of(dcd, alpha=alpha_annotations(dgd, component.name))
+
+
+def annotations_of(dcd: DynamoComponentDeployment, *, alpha: dict[str, str]) -> dict[str, str]:
+    """``GetDCDKubeAnnotations`` of ``dcd`` given its preserved v1alpha1 annotations."""
+    annotations = dict(alpha)
     annotations.update(template_metadata(dcd.spec.pod_template or {}, "annotations"))
     model = dcd.spec.model_ref
     if model is not None and model.name:

@@ -56,7 +56,7 @@ def exposure(dgd: DynamoGraphDeployment, component_name: str, config: OperatorCo
     """The ingress settings of a frontend: its preserved v1alpha1 ``ingress``, else the config's."""
     alpha = alpha_ingress(dgd, component_name)
     if alpha is not None:
-        return _from_alpha(alpha)
+        return from_alpha(alpha)
     ingress = config.ingress
     return Exposure(
         enabled=bool(ingress.virtual_service_gateway or ingress.controller_class_name),
@@ -67,7 +67,8 @@ def exposure(dgd: DynamoGraphDeployment, component_name: str, config: OperatorCo
     )
 
 
-def _from_alpha(alpha: dict[str, Any]) -> Exposure:
+def from_alpha(alpha: dict[str, Any]) -> Exposure:
+    """The settings a preserved v1alpha1 ``ingress`` gives."""
     gateway = alpha.get("virtualServiceGateway")
     use = bool(alpha.get("useVirtualService")) and isinstance(gateway, str)
     return Exposure(

@@ -16,14 +16,17 @@ import copy
 from collections.abc import Mapping
 from typing import Any, Literal
 
+import msgspec
+
 from dgd.domain.admission.defaulting import ENABLE_GROVE, WORKLOAD_PROVIDER
 from dgd.domain.admission.validation import admit
 from dgd.domain.conversion.dgd import ConversionError, dgd_to_v1beta1
-from dgd.domain.gates import mesh_provider_istio
+from dgd.domain.gates import Gates, mesh_provider_istio
 from dgd.domain.orchestrators import grove_disabled
 from dgd.domain.pod_merge import JSON
 from dgd.domain.preflight import unsupported
 from dgd.domain.render import kv_transfer
+from dgd.domain.render.dcd_children import render_dcd_children
 from dgd.domain.render.epp import epp_component, epp_objects
 from dgd.domain.render.errors import RenderError
 from dgd.domain.render.pcs import graph_discovery_backend
@@ -31,7 +34,8 @@ from dgd.domain.render.stable_resources import render_stable_resources
 from dgd.domain.render.workloads import desired_dcds, desired_pod_clique_set
 from dgd.domain.worker_hash import worker_hash
 from dgd.messages.config import COMPATIBLE_UPSTREAM_VERSION, OperatorConfig
-from dgd.messages.dgd import API_VERSION_V1ALPHA1, DynamoGraphDeployment
+from dgd.messages.dcd import DynamoComponentDeployment
+from dgd.messages.dgd import API_VERSION, API_VERSION_V1ALPHA1, KIND, DynamoGraphDeployment
 from dgd.messages.grove import PodCliqueSet
 
 Pathway = Literal["grove", "component"]
@@ -115,6 +119,50 @@ def render(
     if component is not None:
         objects += epp_objects(dgd, component, config.service_mesh, istio=mesh_provider_istio(config))
     return [_kubernetes_order(obj) for obj in objects]
+
+
+def offline_gates(config: OperatorConfig) -> Gates:
+    """The gates of an offline render: as the config sets them, an unset one on (as on a cluster that
+    serves its API), the Checkpoint gate as ``checkpoint.enabled``."""
+    orchestrators = config.orchestrators
+    return Gates(
+        grove=orchestrators.grove.enabled is not False,
+        lws=orchestrators.lws.enabled is not False,
+        volcano_scheduler=orchestrators.volcano_scheduler.enabled is True,
+        kai_scheduler=orchestrators.kai_scheduler.enabled is True,
+        dra=config.dra.enabled is not False,
+        istio=mesh_provider_istio(config),
+        checkpoint=config.checkpoint.enabled,
+    )
+
+
+def render_dcd_objects(
+    dcd: JSON,
+    *,
+    config: OperatorConfig,
+    namespace: str | None = None,
+    owner: DynamoGraphDeployment | None = None,
+) -> list[JSON]:
+    """What the DCD controller would create for the DCD manifest ``dcd`` on its first reconcile (no live
+    object, no labelled ServiceAccount), in its reconcile order; ``owner``: the DGD that writes it (its
+    owner reference, which the Syncer adds when it writes, names the parent). ``RenderError`` if refused."""
+    document = copy.deepcopy(dcd)
+    metadata = document.setdefault("metadata", {})
+    if owner is not None:
+        reference = {"apiVersion": API_VERSION, "kind": KIND, "name": owner.metadata.name, "uid": ""}
+        metadata["ownerReferences"] = [reference]
+    metadata["namespace"] = namespace or metadata.get("namespace") or "default"
+    spec = document.setdefault("spec", {})
+    if not spec.get("name"):
+        spec["name"] = metadata.get("name")  # the DCD defaulter, on create
+    try:
+        parsed = msgspec.convert(document, DynamoComponentDeployment)
+    except msgspec.ValidationError as exc:
+        raise InvalidInput([str(exc)]) from exc
+    rendered = render_dcd_children(parsed, config, gates=offline_gates(config))
+    if rendered.refused:
+        raise RenderError("spec.experimental", "\n".join(rendered.refused))
+    return [_kubernetes_order(child.body) for child in rendered.children]
 
 
 def _topology_domains(dgd: DynamoGraphDeployment, bindings: Mapping[str, JSON]) -> tuple[str, ...]:
