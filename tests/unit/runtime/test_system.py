@@ -231,6 +231,21 @@ async def test_a_clean_shutdown_logs_nothing_at_info_even_for_actors_cancelled_o
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO] == []
 
 
+async def test_a_killed_supervisor_is_one_warning_not_one_per_child(caplog: pytest.LogCaptureFixture) -> None:
+    # Given a supervisor of three workers
+    journal = Journal()
+    tree = [supervisor("s", [worker(f"w{n}", journal) for n in range(3)])]
+    async with running(tree) as system:
+        # When the supervisor is killed (its children are cancelled with it)
+        with caplog.at_level(logging.INFO, logger="dgd.actors"):
+            assert system.kill("/s") is True
+            await settle()
+
+    # Then only the supervisor's own end is a warning
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warnings == ["actor /s killed"]
+
+
 class FailsOnStop(Actor[Add]):
     async def receive(self, message: Add) -> None:
         return None
