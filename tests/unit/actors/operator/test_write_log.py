@@ -6,15 +6,21 @@ from __future__ import annotations
 import io
 import json
 import logging
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import msgspec
 import pytest
 
+from dgd.cluster.errors import Conflict
+from dgd.cluster.protocol import Cluster
+from dgd.cluster.proxy import APICall, ClusterProxy
 from dgd.cluster.resources import DGD
 from dgd.daemon.logs import log_handler
 from tests.unit.actors.operator.harness import NS, Harness, manifest, running_operator
 
 pytestmark = pytest.mark.anyio
+R = TypeVar("R")
 
 FIELDS = ("dgd", "verb", "object", "why")
 
@@ -93,6 +99,46 @@ async def test_a_reconcile_that_changes_nothing_logs_nothing_at_info(
 
     # then nothing is logged at info
     assert info_lines(caplog) == []
+
+
+class ConflictsOnce(ClusterProxy):
+    """A cluster whose first DGD status write conflicts (someone changed the DGD meanwhile)."""
+
+    def __init__(self, inner: Cluster) -> None:
+        super().__init__(inner)
+        self.conflicted = False
+
+    async def forward(self, call: APICall, send: Callable[[], Awaitable[R]]) -> R:
+        if not self.conflicted and call.resource == DGD and call.subresource == "status":
+            self.conflicted = True
+            raise Conflict("the object has been modified", kind="DynamoGraphDeployment")
+        return await send()
+
+
+async def test_a_reconcile_retried_after_a_conflict_logs_the_retry_only_at_debug(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    proxies: list[ConflictsOnce] = []
+
+    def conflicting(inner: Cluster) -> Cluster:
+        proxies.append(ConflictsOnce(inner))
+        return proxies[-1]
+
+    async with running_operator(proxy=conflicting) as op:
+        # when a new DGD's first status write conflicts, and the retry comes
+        with caplog.at_level(logging.DEBUG, logger="dgd"):
+            await op.apply(manifest())
+            await op.advance(5)
+
+    # then the retry is at debug, and the status transition is logged once, when written
+    assert proxies[0].conflicted
+    retries = [r for r in caplog.records if "reconcile failed, will retry" in r.getMessage()]
+    assert [r.levelno for r in retries] == [logging.DEBUG]
+    transitions = [line for line in info_lines(caplog) if "status of" in line]
+    assert transitions == [
+        "dgd.reconcile: status of DynamoGraphDeployment team-a/demo:"
+        " none -> pending/some_resources_are_not_ready"
+    ]
 
 
 async def test_an_update_a_deletion_and_the_finalizer_removal_each_log_one_line_with_why(
