@@ -120,7 +120,7 @@ class Informer(Actor[ListAndWatch]):
                 while True:
                     version = await self._watch(router, rid, scope, version)
             except Gone:
-                logger.debug("%s: watch history expired; listing again", where)
+                logger.info("%s: watch history expired; listing again", where)
             except ClusterError as error:
                 delay = self._backoff.delay(failures, self.context.random)
                 failures += 1
