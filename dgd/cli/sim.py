@@ -34,6 +34,7 @@ from dgd.cli.inputs import read_config, read_manifests, shown, writable, write_o
 from dgd.cli.replay import add_command as add_replay_command
 from dgd.cluster.errors import ClusterError
 from dgd.cluster.resources import DEFAULT_RESOURCES, DGD, EVENT, Resource
+from dgd.daemon.logs import FORMATS, LEVELS, configure
 from dgd.domain.conversion.dgd import ConversionError, dgd_to_v1beta1
 from dgd.domain.gates import GateError
 from dgd.messages.config import OperatorConfig
@@ -78,6 +79,13 @@ def add_commands(commands: Any) -> None:
     apply.add_argument(
         "--record", metavar="FILE", type=Path, help="record what happened as a trace (see sim replay)"
     )
+    apply.add_argument(
+        "--log-level",
+        choices=LEVELS,
+        help="log the operator's lines at this level and above on stderr (info: each write it makes and "
+        "why, and each status transition; default: errors only)",
+    )
+    apply.add_argument("--log-format", choices=FORMATS, default="text", help="log line format (default text)")
     wire(
         apply,
         _apply,
@@ -116,7 +124,10 @@ def _documents(files: Sequence[str]) -> list[dict[str, Any]]:
 
 
 def _apply(args: argparse.Namespace) -> int:
-    log_to_stderr(logging.ERROR)
+    if args.log_level is None:
+        log_to_stderr(logging.ERROR)
+    else:
+        configure(args.log_format, args.log_level)  # as `run` logs: the writes' fields as fields
     if args.timeout <= 0:
         raise Usage(f"--timeout: {args.timeout:g} must be positive")
     session = _Session(

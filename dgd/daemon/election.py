@@ -9,7 +9,8 @@ Guarantees:
   ``release`` is called; ``on_change`` is told of every change, synchronously, at that moment.
 * ``hold`` returns (and ``leading`` turns false) no later than ``renew_deadline`` after the last
   successful renewal, also when a request hangs: every try is cut off at the deadline. It returns
-  at once when it finds someone else's record on the lease.
+  at once when it finds someone else's record on the lease. It says why the lease was lost and
+  logs it only at debug: its caller says so once, with what follows (the daemon exits).
 * ``release`` writes an empty holder with the resourceVersion last written, so it never clears a
   lease someone else has taken since.
 * A lease it cannot take — its namespace missing, its credentials refused, the API failing — is
@@ -130,9 +131,10 @@ class LeaderElector:
             period = self.timing.retry_period
             await self._clock.sleep(period + self._random.random() * JITTER * period)
 
-    async def hold(self) -> None:
-        """Renew every retry period while leading; return once the lease is lost (see the module)."""
+    async def hold(self) -> str:
+        """Renew every retry period while leading; once the lease is lost, return why (see the module)."""
         timing = self.timing
+        why = f"not renewed for {timing.renew_deadline:g}s"
         while self._leading:
             due = self._renewed_at + timing.renew_deadline
             now = self._clock.now()
@@ -145,13 +147,11 @@ class LeaderElector:
             with deadline(self._clock, due - self._clock.now()):
                 attempt = await self.try_acquire_or_renew()
             if attempt is Attempt.FOLLOWING:
-                logger.error("%s: %s took lease %s", self.identity, self.holder, self.lease)
+                why = f"{self.holder} took it"
                 break
-        if self._leading:
-            logger.error(
-                "%s lost lease %s: not renewed for %gs", self.identity, self.lease, timing.renew_deadline
-            )
-            self._set_leading(False)
+        logger.debug("%s lost lease %s: %s", self.identity, self.lease, why)
+        self._set_leading(False)
+        return why
 
     async def try_acquire_or_renew(self) -> Attempt:
         """Read the lease once and, unless someone else validly holds it, write our record once."""

@@ -5,7 +5,9 @@ logged by an actor also has its ``actor`` path, and, inside a reconciling actor 
 children, the ``controller``, the ``namespace`` and ``name`` of the object reconciled and the
 ``reconcileID`` of the reconcile running (``namespace/name#n``: its n-th in this process). They come
 from context, not from the call: the actor runtime's ``current_actor`` context variable says which
-actor is running. A failure adds ``exception`` (the traceback).
+actor is running. A failure adds ``exception`` (the traceback). The fields a call gives as
+``extra={...}`` (the operator's writes give ``dgd``, ``verb``, ``object`` and ``why``) are keys of
+the JSON object, and ``key=value`` pairs after the message in text.
 
 No secret value reaches a line, whatever the caller logged: the arguments are redacted before the
 message is formatted (a Secret's ``data`` and ``stringData``, values under keys that name
@@ -137,6 +139,32 @@ _CONTEXT = (
 )
 
 
+#: The attributes every record has: anything else on a record is a field the call gave (``extra``).
+_STANDARD = frozenset(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {
+    "message",
+    "asctime",
+    "taskName",
+    *(attribute for attribute, _ in _CONTEXT),
+}
+
+
+def fields(record: logging.LogRecord) -> dict[str, Any]:
+    """The fields the call that logged ``record`` gave as ``extra``, in order, redacted."""
+    return {
+        key: redact_value(value)
+        for key, value in record.__dict__.items()
+        if key not in _STANDARD and not key.startswith("_")
+    }
+
+
+def _pair(key: str, value: Any) -> str:
+    """``key=value``, the value quoted when it would not read as one word."""
+    text = value if isinstance(value, str) else msgspec.json.encode(value).decode()
+    if not text or any(c.isspace() or c in '"=' for c in text):
+        text = msgspec.json.encode(text).decode()
+    return f"{key}={text}"
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per line (see the module for the keys)."""
 
@@ -151,13 +179,16 @@ class JsonFormatter(logging.Formatter):
             value = getattr(record, attribute, None)
             if value is not None:
                 line[key] = value
+        for key, value in fields(record).items():
+            line.setdefault(key, value)
         if record.exc_info:
             line["exception"] = redact_text(self.formatException(record.exc_info))
         return msgspec.json.encode(line).decode()
 
 
 class TextFormatter(logging.Formatter):
-    """``time LEVEL logger: message [key=value ...]`` for people at a terminal."""
+    """``time LEVEL logger: message [field=value ...] [[key=value ...]]`` for people at a terminal:
+    the call's fields, then the actor context in brackets."""
 
     def format(self, record: logging.LogRecord) -> str:
         context = " ".join(
@@ -166,6 +197,8 @@ class TextFormatter(logging.Formatter):
             if (value := getattr(record, attribute, None)) is not None
         )
         line = f"{_time(record)} {record.levelname:<7} {record.name}: {record.getMessage()}"
+        for key, value in fields(record).items():
+            line += " " + _pair(key, value)
         if context:
             line += f" [{context}]"
         if record.exc_info:

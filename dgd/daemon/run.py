@@ -9,7 +9,8 @@
 * **1** — the lease was lost (not renewed within the renew deadline, or taken by someone else), or
   the operator's tree failed (its root exceeded its restart intensity). A lost lease stops every
   write at once: the write fence closes the moment the loss is known (before any task is
-  cancelled), then the whole tree is cancelled, not drained. Like controller-runtime, the process
+  cancelled), then the whole tree is cancelled, not drained, and the loss is one ERROR line (the
+  cancelled actors say nothing at info). Like controller-runtime, the process
   then exits rather than stand by again: its state was built for a term it no longer holds, and
   Kubernetes restarts it as a fresh candidate.
 
@@ -244,7 +245,14 @@ class Daemon:
         async with anyio.create_task_group() as tg:
 
             async def hold() -> None:
-                await elector.hold()
+                why = await elector.hold()
+                # The one line a lost lease gets: every actor is cancelled now, quietly.
+                logger.error(
+                    "%s lost lease %s (%s): stopping every actor and exiting",
+                    elector.identity,
+                    elector.lease,
+                    why,
+                )
                 lost.set()
 
             tg.start_soon(hold)
@@ -309,7 +317,7 @@ class Daemon:
                 self.health.role = Role.LEADER
                 logger.info("the operator runs")
                 if await _first(self._stopping, lost) is lost:
-                    logger.error("the lease is lost: cancelling every actor now")
+                    logger.debug("the lease is lost: cancelling every actor now")
                     await system.shutdown(0)
                     return EXIT_FAILED
                 self.health.role = Role.STOPPING
@@ -332,7 +340,7 @@ class Daemon:
 
             async def cut_short() -> None:
                 await lost.wait()
-                logger.error("the lease was lost while draining: cancelling every actor now")
+                logger.debug("the lease was lost while draining: cancelling every actor now")
                 await system.shutdown(0)
 
             tg.start_soon(cut_short)

@@ -289,7 +289,7 @@ class ActorCell(Context[M]):
             reason = exc
         except BaseException:
             # Cancelled: by kill(), by a shutdown timeout, or with a supervisor that went down.
-            reason = self._kill_reason or Killed(self.path, "cancelled with its supervisor")
+            reason = self._kill_reason or Killed(self.path, "cancelled with its supervisor", incidental=True)
             raise
         finally:
             self._exit(reason)

@@ -4,8 +4,9 @@ An incarnation always ends the same way, crashed, stopped or cancelled (``ActorC
 runs even while a cancellation unwinds): every ask left in its mailbox, and the one in hand, fails at
 once with a typed error (``ActorStopped``, or ``ActorCrashed`` with the reason); every tell nobody
 will take goes to the system's dead-letter log; whoever waits for the end (``ends_within``: a stop
-given a shutdown time) is told; a crash is counted and logged; and an end its supervisor did not ask
-for is reported to it as a :class:`Parent`.
+given a shutdown time) is told; a crash is counted and logged (an actor cancelled by the stop it was
+asked for, or with its supervisor, only at debug: a clean shutdown is quiet); and an end its
+supervisor did not ask for is reported to it as a :class:`Parent`.
 """
 
 from __future__ import annotations
@@ -52,8 +53,12 @@ def settle(system: ActorSystem, path: str, left: list[Envelope], reason: BaseExc
 def report(system: ActorSystem, path: str, reason: BaseException, *, stopping: bool) -> None:
     """Count and log an incarnation that ended with ``reason`` (``stopping``: its stop was asked)."""
     system.metrics.crashed(path, reason)
-    if stopping:
-        logger.info("%s ended while stopping: %r", path, reason)
+    if isinstance(reason, Killed) and (stopping or reason.incidental):
+        # Cancelled by the stop it was asked for (shutdown=0, or its time was up: warned of then), or
+        # with its supervisor, whose end is the one reported.
+        logger.debug("%s ended while stopping: %r", path, reason)
+    elif stopping:
+        logger.warning("%s failed while stopping: %r", path, reason, exc_info=reason)
     elif isinstance(reason, Killed):
         logger.warning("%s", reason)
     else:

@@ -91,12 +91,14 @@ class Killed(ActorError):
 
     ``kill(path)`` ends an actor with this reason as if it had crashed (its supervisor restarts it
     by its policy); a child that outlives its shutdown timeout is cancelled with it; so are the
-    descendants of an actor that was killed.
+    descendants of an actor that was killed. ``incidental``: it ended only because its supervisor
+    did (whose own end is what gets reported).
     """
 
-    def __init__(self, path: str, why: str = "killed") -> None:
+    def __init__(self, path: str, why: str = "killed", *, incidental: bool = False) -> None:
         super().__init__(f"actor {path} {why}")
         self.path = path
+        self.incidental = incidental
 
 
 class StartFailed(ActorError):

@@ -187,7 +187,8 @@ class DGDActor(Reconciler):
             if result.wake is not None:
                 self._schedule_wake(result.wake)
             return Outcome.DONE
-        logger.info(
+        # The status says it (its transition is logged at info): the retry's detail is at debug.
+        logger.debug(
             "%s/%s: %s: %s", self._namespace, self._name, result.failure.reason, result.failure.message
         )
         return Outcome.TERMINAL if result.failure.terminal else Outcome.RETRY

@@ -8,12 +8,18 @@ Every write carries the resourceVersion the caller holds (optimistic concurrency
 meanwhile is a ``Conflict``, and the reconcile starts again from fresh state rather than overwrite
 what it did not see. Each returns the DGD as stored after the write (its new resourceVersion is what
 the next write must carry) and records it in the cache.
+
+Each metadata write logs one line at info (which annotations were set or removed, which finalizers
+added or removed); a status write logs one at info only when it moves the DGD's state, its Ready
+reason or its rollout phase (``pending/pods_not_ready -> successful/all_resources_are_ready``), and
+at debug otherwise. The lines carry the fields ``dgd``, ``verb``, ``object`` and ``why``.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 import msgspec
 
@@ -24,6 +30,44 @@ from dgd.cluster.resources import DGD
 from dgd.messages.dgd import DGDStatus, DynamoGraphDeployment
 
 FINALIZER = "nvidia.com/finalizer"
+
+logger = logging.getLogger("dgd.reconcile")
+
+
+def where(dgd: DynamoGraphDeployment) -> str:
+    """``namespace/name`` of ``dgd``."""
+    return f"{dgd.metadata.namespace}/{dgd.metadata.name}"
+
+
+def summary(status: DGDStatus | None) -> str:
+    """A status in one word or three: ``state``, ``/Ready reason`` and ``, rollout <phase>``."""
+    if status is None:
+        return "none"
+    ready = next((c for c in status.conditions or () if c.type == "Ready"), None)
+    text = status.state + (f"/{ready.reason}" if ready is not None else "")
+    phase = status.rolling_update.phase if status.rolling_update is not None else None
+    return text + (f", rollout {phase}" if phase else "")
+
+
+def metadata_change(dgd: DynamoGraphDeployment, metadata: Mapping[str, Any]) -> str:
+    """What a metadata patch of ``dgd`` changes, in words (annotation keys, never their values)."""
+    parts: list[str] = []
+    annotations: Mapping[str, str | None] = metadata.get("annotations") or {}
+    if set_keys := [key for key, value in annotations.items() if value is not None]:
+        parts.append(f"set annotations {', '.join(set_keys)}")
+    if removed_keys := [key for key, value in annotations.items() if value is None]:
+        parts.append(f"removed annotations {', '.join(removed_keys)}")
+    if "finalizers" in metadata:
+        before, after = dgd.metadata.finalizers or [], metadata["finalizers"] or []
+        if added := [f for f in after if f not in before]:
+            parts.append(f"added finalizer {', '.join(added)}")
+        if dropped := [f for f in before if f not in after]:
+            parts.append(f"removed finalizer {', '.join(dropped)}")
+    return "; ".join(parts)
+
+
+def _fields(dgd: DynamoGraphDeployment, why: str) -> dict[str, str]:
+    return {"dgd": where(dgd), "verb": "update", "object": f"DynamoGraphDeployment {where(dgd)}", "why": why}
 
 
 class _Port(ClusterWriter, StatusWriter, Protocol):
@@ -83,6 +127,12 @@ class DGDWriter:
             key, {"status": change}, resource_version=dgd.metadata.resource_version
         )
         self._cache.observe(DGD, written)
+        before, after = summary(dgd.status), summary(status)
+        if before != after:
+            why = f"{before} -> {after}"
+            logger.info("status of DynamoGraphDeployment %s: %s", where(dgd), why, extra=_fields(dgd, why))
+        else:
+            logger.debug("status of DynamoGraphDeployment %s written (%s)", where(dgd), after)
         return written
 
     async def _patch(self, dgd: DynamoGraphDeployment, metadata: dict[str, object]) -> DynamoGraphDeployment:
@@ -91,4 +141,6 @@ class DGDWriter:
             key, {"metadata": metadata}, resource_version=dgd.metadata.resource_version
         )
         self._cache.observe(DGD, written)
+        why = metadata_change(dgd, metadata)
+        logger.info("Updated DynamoGraphDeployment %s: %s", where(dgd), why, extra=_fields(dgd, why))
         return written

@@ -37,6 +37,7 @@ import msgspec
 
 from dgd.actors.machinery.retries import Intent, Retries
 from dgd.actors.machinery.workers import Workers
+from dgd.cluster.errors import Conflict
 from dgd.runtime import Actor, MailboxConfig, Timer
 
 Result = Literal["success", "requeue_after", "requeue", "error"]
@@ -152,7 +153,9 @@ class Reconciler(Actor[Nudge]):
             try:
                 outcome = await self.reconcile()
             except self.retriable as error:
-                self.log.info("%s: reconcile failed, will retry: %s", self._key, error)
+                # A conflict is routine (the retry reads fresh state): loop detail, at debug.
+                level = logging.DEBUG if isinstance(error, Conflict) else logging.INFO
+                self.log.log(level, "%s: reconcile failed, will retry: %s", self._key, error)
                 outcome = Outcome.RETRY
             except Exception:
                 # A bug (ours, or a shape of object we did not foresee) fails this object only, as

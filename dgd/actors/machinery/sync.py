@@ -9,6 +9,8 @@ never one that changed nothing (a replace whose resourceVersion did not move), n
 rewrote the last-applied bookkeeping annotations; any other refused write records a Warning and
 raises. Every write a DGD's children make goes through here: create, sync, replace, merge patch of
 some fields, the scale subresource, delete, and delete of what an owner no longer keeps (prune).
+Each write that records its event logs it in one line at info: the event's note, with the fields
+``dgd`` (the owner's ``namespace/name``), ``verb``, ``object`` (``Kind namespace/name``) and ``why``.
 What the server answered goes into the cache, so the next read is never older than the write.
 
 Objects are written as raw JSON, so fields the operator does not model are never dropped.
@@ -20,6 +22,7 @@ created (in the cache, where its answer was observed) instead of racing it into 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar, cast
@@ -41,6 +44,12 @@ from dgd.messages.dgd import API_VERSION, KIND, DynamoGraphDeployment
 from dgd.messages.meta import identity
 
 T = TypeVar("T")
+
+logger = logging.getLogger("dgd.sync")
+
+#: Why a create: the DGD needs the object (or renders it) and it is not there.
+MISSING = "needed and not found"
+RENDERED_MISSING = "rendered and not found"
 
 #: What to record about the object a verb wrote (or deleted), instead of the verb's own event.
 Announce = Callable[[T], EventRecord]
@@ -131,7 +140,7 @@ class Syncer:
         raw = resource.as_raw()
         if isinstance(plan, Create):
             try:
-                return await self._create(resource, plan.body, owner)
+                return await self._create(resource, plan.body, owner, why=RENDERED_MISSING)
             except AlreadyExists:
                 # The cache was behind our own earlier write: sync against the object as it is.
                 fresh = decode(resource, await self._cluster.get(raw.key(namespace, name)))
@@ -144,7 +153,11 @@ class Syncer:
         # A patch that only rewrote the last-applied bookkeeping changed nothing anyone reads: no event.
         if identity(result)[2] != identity(live_json)[2] and (plan.spec or plan.metadata):
             what = "" if plan.spec else f"repaired {' and '.join(plan.metadata)}"
-            await self._recorder.emit(owner, events.updated(resource.kind, namespace, name, what))
+            record = events.updated(resource.kind, namespace, name, what)
+            why = what or "its spec differs from the rendered one"
+            await self._announce(owner, record, "update", resource, namespace, name, why)
+        else:
+            logger.debug("synced %s %s/%s: nothing anyone reads changed", resource.kind, namespace, name)
         return result
 
     async def create(
@@ -154,14 +167,15 @@ class Syncer:
         *,
         owner: DynamoGraphDeployment,
         event: Announce[T] | None = None,
+        why: str = MISSING,
     ) -> T | None:
         """Create ``body`` as it is (no owner reference added, no bookkeeping), with its event
-        (``Created <Kind>``, or what ``event`` makes of the created object).
+        (``Created <Kind>``, or what ``event`` makes of the created object); ``why`` for its log line.
 
         ``None`` when an object of that name exists already (someone else created it first).
         """
         try:
-            return await self._create(resource, body, owner, event)
+            return await self._create(resource, body, owner, event, why=why)
         except AlreadyExists:
             return None
 
@@ -171,6 +185,8 @@ class Syncer:
         body: JSON,
         owner: DynamoGraphDeployment,
         event: Announce[T] | None = None,
+        *,
+        why: str,
     ) -> T:
         """Create ``body``; emit ``Created`` after success, or the failure event and re-raise.
 
@@ -180,7 +196,7 @@ class Syncer:
         call = self._cluster.create(resource.as_raw(), body)
         result = await self._write("Create", resource, namespace, name, owner, call, quiet=(AlreadyExists,))
         record = event(result) if event is not None else events.created(resource.kind, namespace, name)
-        await self._recorder.emit(owner, record)
+        await self._announce(owner, record, "create", resource, namespace, name, why)
         return result
 
     async def refresh(self, key: ObjectKey[T]) -> T | None:
@@ -200,7 +216,10 @@ class Syncer:
         call = self._cluster.replace(resource.as_raw(), body)
         result = await self._write("Update", resource, namespace, name, owner, call)
         if identity(result)[2] != version:
-            await self._recorder.emit(owner, events.updated(resource.kind, namespace, name))
+            record = events.updated(resource.kind, namespace, name)
+            await self._announce(
+                owner, record, "update", resource, namespace, name, "it differs from the desired one"
+            )
         return result
 
     async def patch(
@@ -237,7 +256,8 @@ class Syncer:
                 if event is not None
                 else events.updated(resource.kind, namespace, name, why or "")
             )
-            await self._recorder.emit(owner, record)
+            because = why or record.note
+            await self._announce(owner, record, "update", resource, namespace, name, because)
         return result
 
     async def scale(
@@ -271,8 +291,20 @@ class Syncer:
             await self._recorder.emit(owner, failed)
             raise
         what = f"scaled from {before} to {replicas} replicas"
-        await self._recorder.emit(owner, events.updated(key.resource.kind, key.namespace, key.name, what))
+        record = events.updated(key.resource.kind, key.namespace, key.name, what)
+        await self._announce(owner, record, "update", key.resource, key.namespace, key.name, what)
         return before, written.metadata.resource_version
+
+    async def _announce(
+        self, owner: DynamoGraphDeployment, record: EventRecord, verb: str,
+        resource: Resource[Any], namespace: str | None, name: str, why: str,
+    ) -> None:  # fmt: skip
+        """Log the write that changed ``namespace/name`` (see the module), then record its event."""
+        where = f"{namespace}/{name}" if namespace else name
+        dgd = f"{owner.metadata.namespace}/{owner.metadata.name}"
+        fields = {"dgd": dgd, "verb": verb, "object": f"{resource.kind} {where}", "why": why}
+        logger.info(record.note, extra=fields)
+        await self._recorder.emit(owner, record)
 
     async def _write(
         self,
@@ -340,7 +372,7 @@ class Syncer:
             raise
         self._cache.forget(resource, namespace, name)
         record = event(live) if event is not None else events.deleted(resource.kind, namespace, name, why)
-        await self._recorder.emit(owner, record)
+        await self._announce(owner, record, "delete", resource, namespace, name, why or record.note)
         return True
 
     async def prune(

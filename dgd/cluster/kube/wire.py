@@ -222,9 +222,15 @@ def status_error(status: dict[str, Any], retry_after: str | None = None) -> Clus
 
 
 def complete(error: ClusterError, subject: Subject) -> ClusterError:
-    """``error`` naming the request's kind, namespace and name where its ``Status`` did not."""
-    error.kind = subject.resource.kind
-    if subject.resource.namespaced:
+    """``error`` naming the request's kind, namespace and name where its ``Status`` did not.
+
+    A ``Status`` about another object (a request into a missing namespace is answered ``namespaces
+    "x" not found``) keeps naming that object: it is not given the request's kind and namespace."""
+    resource = subject.resource
+    if error.kind is not None and error.kind.lower() not in (resource.plural, resource.kind.lower()):
+        return error
+    error.kind = resource.kind
+    if resource.namespaced:
         error.namespace = error.namespace or subject.namespace
     error.name = error.name or subject.name
     return error

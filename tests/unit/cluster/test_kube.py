@@ -305,6 +305,22 @@ async def test_error_responses_map_to_port_errors_naming_the_object(
     assert (error.kind, error.namespace, error.name) == ("ConfigMap", NS, "x")  # type: ignore[attr-defined]
 
 
+async def test_an_error_about_another_object_keeps_naming_that_object() -> None:
+    # given an API server answering a write into a missing namespace, as a real one does
+    async def handler(request: web.Request) -> web.Response:
+        return status(404, "NotFound", 'namespaces "nope" not found', name="nope", kind="namespaces")
+
+    async with fake_api_server(handler) as url, adapter(url) as cluster:
+        # when a ConfigMap of that namespace is read
+        with pytest.raises(NotFound) as raised:
+            await cluster.get(CONFIG_MAP.key("nope", "x"))
+
+    # then the error names the namespace it is about, not a ConfigMap nope/nope
+    error = raised.value
+    assert (error.kind, error.namespace, error.name) == ("namespaces", None, "nope")
+    assert str(error) == 'NotFound (404): namespaces nope: namespaces "nope" not found'
+
+
 async def test_throttling_takes_retry_after_from_the_header() -> None:
     # given a 429 whose header says 7 seconds
     async def handler(request: web.Request) -> web.Response:

@@ -88,6 +88,31 @@ def test_a_line_is_one_json_object_with_time_level_logger_and_message() -> None:
     assert line["time"].endswith("Z") and len(line["time"]) == len("2026-01-01T00:00:00.000Z")
 
 
+def test_the_fields_a_call_gives_are_json_keys_and_text_pairs() -> None:
+    logger = logging.getLogger("dgd.test")
+    write = {
+        "dgd": "team-a/demo",
+        "verb": "create",
+        "object": "Service team-a/demo-frontend",
+        "why": "not found",
+    }
+    # when a write is logged with its fields, in each format
+    with captured("json") as json_out:
+        logger.info("created Service team-a/demo-frontend", extra=write)
+    with captured("text") as text_out:
+        logger.info("created Service team-a/demo-frontend", extra=write)
+
+    # then JSON has them as keys, and text as key=value pairs after the message (quoted when spaced)
+    line = json.loads(json_out.getvalue())
+    assert {key: line[key] for key in write} == write
+    assert line["message"] == "created Service team-a/demo-frontend"
+    text = text_out.getvalue().rstrip("\n")
+    assert text.endswith(
+        "dgd.test: created Service team-a/demo-frontend dgd=team-a/demo verb=create"
+        ' object="Service team-a/demo-frontend" why="not found"'
+    )
+
+
 @pytest.mark.anyio
 async def test_a_line_logged_by_a_dgd_actor_names_the_dgd_the_actor_and_the_reconcile() -> None:
     metrics = DaemonMetrics()

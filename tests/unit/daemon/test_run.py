@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import anyio
 import msgspec
 import pytest
@@ -113,6 +115,33 @@ async def test_a_lost_lease_stops_every_write_at_once_and_exits_1() -> None:
         )
         await advance(clock, 5.0)
         assert int(server.resource_version) == int(version) + 1
+
+
+async def test_a_lost_lease_ends_with_one_error_line_and_no_line_per_cancelled_actor(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock, server = await installed()
+    client = server.client()
+    a = daemon(client, clock, "a")
+    with caplog.at_level(logging.INFO, logger="dgd"):
+        async with running(a) as [run]:
+            # given a leading daemon that reconciled a DGD
+            await server.create(DGD, msgspec.convert(manifest(), DynamoGraphDeployment))
+            await settle()
+            caplog.clear()
+
+            # when its lease can no longer be renewed, past the renew deadline
+            await lose_lease(client, clock)
+            assert await exit_code(run) == 1
+
+    # then the failed renewals are warnings, and the loss is one error line, the last one
+    lines = [(r.levelno, r.getMessage()) for r in caplog.records if r.levelno >= logging.INFO]
+    assert lines[-1] == (
+        logging.ERROR,
+        "a lost lease dynamo-system/dgd-operator (not renewed for 10s): stopping every actor and exiting",
+    )
+    assert [level for level, _ in lines[:-1]] == [logging.WARNING] * (len(lines) - 1)
+    assert all("cannot be taken: InternalError (500): etcd is unhappy" in line for _, line in lines[:-1])
 
 
 async def test_a_reconcile_that_outlives_the_shutdown_timeout_is_cancelled_and_the_lease_released() -> None:

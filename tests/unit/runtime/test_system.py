@@ -9,6 +9,7 @@ import anyio
 import pytest
 
 from dgd.runtime import (
+    Actor,
     ActorCrashed,
     ActorInfo,
     ActorNotFound,
@@ -213,6 +214,58 @@ async def test_a_crash_is_logged_with_the_actor_path_and_the_exception(
     [record] = [record for record in caplog.records if record.levelno == logging.ERROR]
     assert record.getMessage() == "/w crashed: RuntimeError('the disk is on fire')"
     assert record.exc_info is not None and isinstance(record.exc_info[1], RuntimeError)
+
+
+async def test_a_clean_shutdown_logs_nothing_at_info_even_for_actors_cancelled_on_stop(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Given workers stopped by cancelling them (shutdown=0, as the operator's informers) and others not
+    journal = Journal()
+    children = [worker(f"w{n}", journal, shutdown=0 if n % 2 else 5.0) for n in range(6)]
+    with caplog.at_level(logging.INFO, logger="dgd.actors"):
+        async with running(children) as system:
+            await delivered(system, "/w1", Add(1))
+        # When the system shuts down
+
+    # Then nothing was said at info or above: no Killed(...) line per cancelled actor
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO] == []
+
+
+async def test_a_killed_supervisor_is_one_warning_not_one_per_child(caplog: pytest.LogCaptureFixture) -> None:
+    # Given a supervisor of three workers
+    journal = Journal()
+    tree = [supervisor("s", [worker(f"w{n}", journal) for n in range(3)])]
+    async with running(tree) as system:
+        # When the supervisor is killed (its children are cancelled with it)
+        with caplog.at_level(logging.INFO, logger="dgd.actors"):
+            assert system.kill("/s") is True
+            await settle()
+
+    # Then only the supervisor's own end is a warning
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warnings == ["actor /s killed"]
+
+
+class FailsOnStop(Actor[Add]):
+    async def receive(self, message: Add) -> None:
+        return None
+
+    async def on_stop(self) -> None:
+        raise RuntimeError("could not flush")
+
+
+async def test_an_actor_that_fails_while_stopping_is_still_logged(caplog: pytest.LogCaptureFixture) -> None:
+    # Given an actor whose stop fails
+    with caplog.at_level(logging.INFO, logger="dgd.actors"):
+        async with running([ChildSpec("f", FailsOnStop)]):
+            await settle()
+        # When the system shuts down
+
+    # Then that failure is one warning, with its path, the exception and the traceback
+    [record] = [r for r in caplog.records if r.levelno >= logging.INFO]
+    assert record.levelno == logging.WARNING
+    assert record.getMessage() == "/f failed while stopping: RuntimeError('could not flush')"
+    assert record.exc_info is not None
 
 
 async def test_a_killed_actor_fails_its_pending_asks_with_killed_as_the_cause() -> None:
