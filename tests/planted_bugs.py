@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dgd.actors.dgd.actor import DGDActor
 from dgd.actors.machinery.events import reference
 from dgd.domain.events import EventRecord
+from dgd.domain.rollout import Hashes
+from dgd.domain.rollout_replicas import WorkerDCD
 from dgd.messages.dgd import DGDStatus, DynamoGraphDeployment
 
 
@@ -21,3 +23,11 @@ async def events_before_status(
         recorder = self._recorder
         await recorder._cluster.emit(recorder.event(dgd.metadata.namespace, reference(dgd), event))
     await self._dgd_writer.write_status(dgd, status)
+
+
+def annotations_trusted(
+    recorded: Hashes, workers: Sequence[WorkerDCD], desired: str, *, rolling: bool
+) -> Hashes:
+    """``serving_hashes`` as it was before issue 32 (#13495): the recorded worker hash is trusted, even
+    when an update dropped it and the worker DCDs still run an older generation."""
+    return recorded

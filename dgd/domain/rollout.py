@@ -9,6 +9,7 @@ observes the DCDs and pods, calls these functions, and performs what they decide
 
 * ``Hashes``, ``new_generation_hash`` and ``completed_annotations`` are the worker hashes the DGD
   records: what triggers a rollout, what the new generation is named, what completion writes (§12.1);
+  ``serving_hashes`` checks the record against the worker DCDs that run, which win;
 * ``advance`` is the ``status.rollingUpdate`` state machine (§12.3) plus the progress deadline;
 * ``rollout_active`` is the one rule of when a rollout runs, for everything that waits for one.
 
@@ -22,6 +23,8 @@ Departures from upstream (``docs/decisions.md``, "Managed worker rollout"):
 * A rollout whose target is the recorded hash (a revert mid-rollout) is not completed at once: the
   generation being abandoned is scaled down like any old generation, only as the reverted one is
   available again, and deleted at the end.
+* The recorded worker hash is checked against the worker DCDs the DGD controls: when they disagree
+  (an update dropped the annotation, #13495), the rollout starts from the generation that serves.
 * A rollout that makes no progress for the progress deadline becomes ``Failed`` (upstream never
   sets it). It keeps being driven: progress resumes it (``InProgress``), completion completes it, and
   a worker spec whose generation does not exist yet starts a fresh rollout.
@@ -83,6 +86,49 @@ class Hashes(msgspec.Struct, frozen=True):
     def name_suffix(self) -> str | None:
         """The hash the recorded generation's DCD names carry."""
         return self.v1 or self.v2
+
+
+def serving_hashes(recorded: Hashes, workers: Sequence[WorkerDCD], desired: str, *, rolling: bool) -> Hashes:
+    """The generation a rollout runs from: the ``recorded`` one while it agrees with the worker DCDs
+    this DGD controls (``workers``), otherwise the one those DCDs show serving (issue 32, #13495).
+
+    The annotations are bookkeeping, which an update (``kubectl replace``) may drop or a stale write
+    leave behind; the worker DCDs are what runs. The record stands when no generation but the
+    ``desired`` one runs (a new graph, the end of a rollout, a stale record: the state machine
+    initializes, completes or repairs it), or when it names a generation that runs and, with no
+    rollout active, the only one. Otherwise the serving generation is the one with the most available
+    replicas (then ready, then the newest DCD), among those other than ``desired`` when no rollout is
+    active (a leftover generation beside the desired one must be rolled out, not kept)."""
+    live = [w for w in workers if not w.deleting]
+    present = {w.hash for w in live}
+    suffix = recorded.name_suffix()
+    if not present - {desired} or (suffix in present and (rolling or present == {suffix})):
+        return recorded
+    candidates = [w for w in live if rolling or w.hash != desired] or live
+
+    def serves(worker_hash: str) -> tuple[int, int, str, str]:
+        mine = [w for w in candidates if w.hash == worker_hash]
+        return (
+            sum(w.available for w in mine),
+            sum(w.ready for w in mine),
+            max(w.created for w in mine),
+            worker_hash,
+        )
+
+    serving = max({w.hash for w in candidates}, key=serves)
+    return Hashes(v1=LEGACY) if serving == LEGACY else Hashes(v2=serving)
+
+
+def recorded_annotations(hashes: Hashes) -> dict[str, str | None]:
+    """The DGD annotations that record ``hashes`` exactly (a merge patch: ``None`` removes)."""
+    return {CURRENT_WORKER_HASH_V2: hashes.v2, CURRENT_WORKER_HASH: hashes.v1}
+
+
+def recovered_event(serving: Hashes, recorded: Hashes) -> EventRecord:
+    """The Normal event of a worker hash recorded from the worker DCDs that serve (``serving_hashes``)."""
+    was = recorded.name_suffix() or "none"
+    note = f"Recorded worker hash {serving.name_suffix()} from the worker DCDs that serve (recorded: {was})"
+    return EventRecord("Normal", "WorkerHashRecovered", "Update", note)
 
 
 def new_generation_hash(current: Hashes, desired: str, *, rolling: bool) -> str:

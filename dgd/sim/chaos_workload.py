@@ -5,7 +5,9 @@ A seed picks ``dgds`` graphs from the example manifests, each on the Grove or th
 them in the first seconds, and then edits some of them while the faults run:
 
 * a **rollout**: a new value of a graph-wide environment variable, so every component's pod template
-  changes (a rolling update on either pathway);
+  changes (a rolling update on either pathway); half of them are a **replace**, as ``kubectl replace
+  -f`` of the user's manifest leaves the DGD: the operator's worker-hash annotations and its finalizer
+  are dropped in the same write (issue 32, #13495: the worker DCDs still say what serves);
 * a **scale**: one component to 1..3 replicas, through its scaling adapter's ``scale`` subresource when
   it has one (as a planner would), else by a merge patch of the DGD's component list.
 
@@ -34,6 +36,8 @@ PATHWAYS: tuple[Pathway, ...] = ("grove", "component")
 ENABLE_GROVE = "nvidia.com/enable-grove"
 #: The graph-wide environment variable a rollout edit changes.
 ROLLOUT_ENV = "CHAOS_ROLLOUT"
+#: The operator's bookkeeping annotations a replace drops (the workload provider, immutable, stays).
+OPERATOR_ANNOTATIONS = ("nvidia.com/current-worker-hash-v2", "nvidia.com/current-worker-hash")
 
 #: Cluster seconds within which the graphs are applied.
 APPLY_WITHIN = 10.0
@@ -133,9 +137,13 @@ def _edits(rng: random.Random, graph: Graph, document: dict[str, Any]) -> list[P
     times = sorted(_time(rng.uniform(EDITS_FROM, EDITS_TO)) for _ in range(rng.randint(0, MAX_EDITS)))
     edits: list[Patch] = []
     for number, at in enumerate(times, start=1):
-        if rng.random() < 0.5 or not components:
+        draw = rng.random()
+        if draw < 0.5 or not components:
             env = [{"name": ROLLOUT_ENV, "value": f"{graph.ref.name}-{number}"}]
-            edits.append(Patch(at=at, target=graph.ref, patch={"spec": {"env": env}}))
+            patch: dict[str, Any] = {"spec": {"env": env}}
+            if draw < 0.25:
+                patch["metadata"] = {"annotations": dict.fromkeys(OPERATOR_ANNOTATIONS), "finalizers": None}
+            edits.append(Patch(at=at, target=graph.ref, patch=patch))
             continue
         component = components[rng.randrange(len(components))]
         current = component.get("replicas", 1)

@@ -22,6 +22,9 @@ heard since the last call, in resourceVersion order, and appends what breaks to 
   generation changed since it was created;
 * ``one-replicas-owner`` — while a scaling adapter exists for a component, only that adapter's actor
   (``/operator/adapters/<ns>/<adapter>``) changes the component's ``replicas`` (the trace may too);
+* ``one-serving-generation`` — a status the DGD actor writes that says ``successful`` at the DGD's
+  generation with no rollout active finds each worker component's live DCDs in one worker generation
+  (``invariants_generations``);
 * ``bounded-liveness`` — (``liveness``) every DGD is stable — ``successful`` or ``failed``, with
   ``observedGeneration`` equal to its generation — by ``since + bound``, and has stayed so.
 
@@ -48,6 +51,7 @@ NAMES = (
     "events-follow-status",
     "child-created-once",
     "one-replicas-owner",
+    "one-serving-generation",
     "bounded-liveness",
     "failures-contained",
 )

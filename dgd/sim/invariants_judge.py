@@ -20,6 +20,7 @@ from dgd.actors.tree import ADAPTERS, DGDS
 from dgd.cluster.memory.store import Change, StoreKey
 from dgd.cluster.resources import DCD, DGD, DGDSA, EVENT, PCLQ, PCS, PCSG
 from dgd.messages.base import JSONObject
+from dgd.sim.invariants_generations import several_generations
 from dgd.sim.kinds import kind_of
 
 #: The operator's supervisor and the actors directly under it: no failure of an object's reconcile
@@ -200,6 +201,10 @@ class Judge:
                 self._violate("one-status-writer", at, f"{where}: status written by {writer}")
             if writer is not None and (_condition(status, "Ready") or {}).get("status") == "True":
                 self._judge_ready(obj, uid, at)
+            if writer is not None and (
+                broken := several_generations(obj, self._workloads.get(uid, {}).values())
+            ):
+                self._violate("one-serving-generation", at, broken)
         if prev is not None and writer is not None:
             self._judge_replicas(obj, prev, writer, at)
         self._dgd_seen(obj, at)

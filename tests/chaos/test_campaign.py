@@ -18,6 +18,7 @@ import msgspec
 import pytest
 
 from dgd.actors.dgd.actor import DGDActor
+from dgd.actors.dgd.children import rollout
 from dgd.actors.dgd.children.shared_resources import SharedResources
 from dgd.cli import main
 from dgd.cluster.errors import NotFound
@@ -27,7 +28,7 @@ from dgd.sim.chaos import Campaign, encode_campaign, run_campaign, summary
 from dgd.sim.chaos_plans import POISONED
 from dgd.sim.chaos_workload import Example, examples_in
 from dgd.sim.trace_io import read_trace
-from tests.planted_bugs import events_before_status
+from tests.planted_bugs import annotations_trusted, events_before_status
 from tests.upstream import DYNAMO, ROOT
 
 FILES = (
@@ -120,6 +121,22 @@ def test_a_build_that_emits_events_before_writing_the_status_is_caught_and_shrun
     assert code == 1
     replayed = capsys.readouterr()
     assert "invariant events-follow-status broken" in replayed.out + replayed.err
+
+
+def test_a_build_that_trusts_a_dropped_worker_hash_is_caught_by_a_replace(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # given an operator whose rollout trusts the worker-hash annotation over the worker DCDs (#13495)
+    monkeypatch.setattr(rollout, "serving_hashes", annotations_trusted)
+
+    # when a campaign runs a seed whose workload replaces a Component graph (seed 4: demo-agg-c0,
+    # replaced without the operator's annotations while its env changes)
+    campaign = Campaign(EXAMPLES, seeds=1, first_seed=4, dgds=2, plans=("random",))
+    report = run_campaign(campaign, shrink_to=lambda name: tmp_path / f"{name}.jsonl")
+
+    # then every schedule, the fault-free one first, finds two worker generations serving
+    assert report.violations["one-serving-generation"] == 2
+    assert report.shrunk and report.shrunk[0].invariant == "one-serving-generation"
 
 
 _UNCLEAN: set[tuple[int, str]] = set()

@@ -19,6 +19,7 @@ import yaml
 
 from dgd.actors.dgd import actor as dgd_actor
 from dgd.actors.dgd import grove_observation
+from dgd.actors.dgd.children import rollout
 from dgd.cluster.resources import DCD, DGD
 from dgd.messages.config import OperatorConfig
 from dgd.messages.trace import VERSION, Apply, Capacity, Expect, Header, Kill, ObjectRef, Patch, Trace
@@ -28,7 +29,7 @@ from dgd.sim.invariants import Invariants
 from dgd.sim.operator import simulated_operator
 from dgd.sim.replay import run_replay
 from dgd.sim.trace_io import read_trace
-from tests.planted_bugs import events_before_status
+from tests.planted_bugs import annotations_trusted, events_before_status
 
 ROOT = Path(__file__).resolve().parents[3]
 NS = "default"
@@ -84,6 +85,25 @@ def test_an_event_emitted_before_its_status_is_written_breaks_events_follow_stat
         "default/demo-agg: event RollingUpdateStarted recorded, but the persisted status does not carry it",
         "default/demo-agg: event RollingUpdateCompleted recorded, but the persisted status does not carry it",
     ]
+
+
+def test_a_replace_that_orphans_the_serving_generation_breaks_one_serving_generation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # given a build whose rollout trusts the worker-hash annotation over the worker DCDs (before #13495)
+    def bug() -> None:
+        monkeypatch.setattr(rollout, "serving_hashes", annotations_trusted)
+
+    # when a replace that drops the annotation and changes the worker's image is replayed
+    trace = read_trace((ROOT / "examples" / "traces" / "replace.jsonl").read_bytes())
+    report = run_replay(trace, bug=bug)
+
+    # then the DGD said successful with two worker generations serving, and the judge names them
+    assert broken(report.invariants) == {"one-serving-generation": 1}
+    (violation,) = [v for r in report.invariants for v in r.violations]
+    assert violation.detail.startswith(
+        "default/demo-agg: successful with no rollout active, but several worker generations serve (Worker: "
+    )
 
 
 def test_readiness_read_from_a_stale_cache_after_a_scale_breaks_ready_means_current(

@@ -43,7 +43,16 @@ from dgd.domain.projection import (
 )
 from dgd.domain.render.dcd import worker_workload_annotations
 from dgd.domain.roles import has_multinode
-from dgd.domain.rollout import Hashes, Progress, advance, new_generation_hash, rollout_active
+from dgd.domain.rollout import (
+    Hashes,
+    Progress,
+    advance,
+    new_generation_hash,
+    recorded_annotations,
+    recovered_event,
+    rollout_active,
+    serving_hashes,
+)
 from dgd.domain.rollout_replicas import (
     Generations,
     InvalidStrategy,
@@ -53,7 +62,7 @@ from dgd.domain.rollout_replicas import (
     strategy,
     targets,
 )
-from dgd.domain.worker_generation import CURRENT_WORKER_HASH_V2, plan_unmanaged
+from dgd.domain.worker_generation import plan_unmanaged
 from dgd.messages.component import WORKER_TYPES
 from dgd.messages.dcd import DynamoComponentDeployment
 from dgd.messages.dgd import DynamoGraphDeployment, RollingUpdateStatus
@@ -181,18 +190,28 @@ class Rollout(Actor[AdvanceRollout | ScaleOld]):
                 return _failed(FAILED_TO_MIGRATE_WORKER_HASH, f"failed to migrate the worker hash: {error}")
         if has_multinode(message.defaulted):
             return await self._unmanaged(dgd, desired, rolling_update)
-        # Initialization: the first generation is the desired one.
-        current = Hashes.of(dgd.metadata.annotations)
-        if current.v1 is None and current.v2 is None:
+        try:
+            workers = await self._workers(dgd)
+        except ClusterError as error:
+            return _failed(ROLLING_UPDATE_FAILED, f"failed to reconcile the rolling update: {error}")
+        # The generation that runs: the recorded one unless the worker DCDs say otherwise (#13495);
+        # initialization: a graph with no worker DCD and no record starts with the desired one.
+        recorded = Hashes.of(dgd.metadata.annotations)
+        active = rollout_active(rolling_update)
+        current = serving_hashes(recorded, workers, desired, rolling=active)
+        if current == Hashes():
+            current = Hashes(v2=desired)
+        if current != recorded:
             try:
-                dgd = await self._annotator.annotate(dgd, {CURRENT_WORKER_HASH_V2: desired})
+                dgd = await self._annotator.annotate(dgd, recorded_annotations(current))
             except ClusterError as error:
-                return _failed(
-                    FAILED_TO_INITIALIZE_WORKER_HASH, f"failed to initialize the worker hash: {error}"
-                )
+                what = "record the serving" if workers else "initialize the"
+                return _failed(FAILED_TO_INITIALIZE_WORKER_HASH, f"failed to {what} worker hash: {error}")
+            if workers:
+                await self._recorder.emit(dgd, recovered_event(current, recorded))
             current = Hashes.of(dgd.metadata.annotations)
         try:
-            return await self._advance(message, dgd, current, rolling_update)
+            return await self._advance(message, dgd, current, rolling_update, workers)
         except (ClusterError, InvalidStrategy) as error:
             return _failed(ROLLING_UPDATE_FAILED, f"failed to reconcile the rolling update: {error}")
 
@@ -217,6 +236,7 @@ class Rollout(Actor[AdvanceRollout | ScaleOld]):
         dgd: DynamoGraphDeployment,
         current: Hashes,
         rolling_update: RollingUpdateStatus | None,
+        workers: Sequence[WorkerDCD],
     ) -> RolloutAdvanced:
         desired = message.desired
         active = rollout_active(rolling_update)
@@ -225,7 +245,7 @@ class Rollout(Actor[AdvanceRollout | ScaleOld]):
             # Nothing to roll: the recorded generation is the desired one.
             self._ledger.progress = None
             return RolloutAdvanced(dgd=dgd, status=rolling_update, new_hash=new_hash)
-        components = await self._generations(message.defaulted, dgd, new_hash)
+        components = await self._generations(message.defaulted, dgd, new_hash, workers)
         step = advance(
             rolling_update,
             current=current,
@@ -253,16 +273,23 @@ class Rollout(Actor[AdvanceRollout | ScaleOld]):
             wake=step.wake,
         )
 
-    async def _generations(
-        self, defaulted: DynamoGraphDeployment, dgd: DynamoGraphDeployment, new_hash: str
-    ) -> list[Generations]:
-        """Each worker component's generations, as the cache shows them."""
+    async def _workers(self, dgd: DynamoGraphDeployment) -> list[WorkerDCD]:
+        """The worker DCDs this DGD controls, as the cache shows them."""
         namespace = dgd.metadata.namespace or ""
-        observed = [
+        return [
             worker
             for dcd in await self._reader.controlled_by(DCD, namespace, dgd.metadata.uid)
             if (worker := observe(dcd)) is not None
         ]
+
+    async def _generations(
+        self,
+        defaulted: DynamoGraphDeployment,
+        dgd: DynamoGraphDeployment,
+        new_hash: str,
+        observed: Sequence[WorkerDCD],
+    ) -> list[Generations]:
+        """Each worker component's generations, from the worker DCDs observed."""
         shaped_by = worker_workload_annotations(defaulted)
         pods: list[tuple[str, bool]] | None = None
         out: list[Generations] = []
