@@ -1,7 +1,7 @@
 """Every command's exit code, and the one place where a command's failure becomes a line and a code.
 
 * 0 — success; a server (``run``, ``sim serve``, ``sim world``) stopped by SIGINT or SIGTERM;
-* 1 — the input was read but is wrong (a DGD admission refuses, a config key with a bad value), or
+* 1 — the input was read but is wrong (a DGD admission refuses, a config key misspelt or with a bad value), or
   the run failed its goal (a DGD not successful, an invariant or expectation broken, the cluster
   unreachable);
 * 2 — usage: a bad option, or a named file that cannot be read as what it should be (missing, a

@@ -53,9 +53,10 @@ from dgd.daemon.admission import WebhookService
 from dgd.daemon.metrics_serving import SecureMetrics
 from dgd.daemon.registration import CONVERTED_CRDS, WebhookSettings
 from dgd.daemon.servers import Server, metrics_app
+from dgd.domain.admission.config import load_config
 from dgd.domain.admission.webhooks import AdmissionSettings
 from dgd.domain.crds import all_crds
-from dgd.messages.config import OperatorConfig, load_config
+from dgd.messages.config import OperatorConfig
 from tests.unit.daemon.reviews import OTHER, READER, ReviewingCluster, service_account
 from tests.unit.deploy.exercise import (
     OPERATOR_NS,
