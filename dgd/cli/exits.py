@@ -69,7 +69,8 @@ def wire(
     codes: 0 ``ok``, 1 ``failed`` (if it can fail), and the shared 2 and 130."""
     one = f"1 {failed}; " if failed else ""
     parser.epilog = f"exit codes: 0 {ok}; {one}{_USAGE_AND_INTERRUPT}"
-    parser.set_defaults(run=run, prog=parser.prog)
+    # ``command_parser``: so an option it does not have is refused with its own usage (``main``).
+    parser.set_defaults(run=run, prog=parser.prog, command_parser=parser)
 
 
 def run_command(args: argparse.Namespace) -> int:
