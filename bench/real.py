@@ -5,9 +5,9 @@ kube-apiserver and kube-controller-manager, the build of ``hack/kube/build.sh``)
 of request metadata (see below) and a /16 service range (the tier's /24 holds 254 ClusterIPs, and each
 DGD here makes two Services); ``real_plane.py``. Steps:
 
-1. The CRDs of ``deploy/crds`` (ours and Grove's) and the chart's cluster-wide RBAC
-   (``deploy/rbac/cluster-wide.yaml``, which holds the planner ClusterRole the operator binds) are
-   applied; namespaces ``dynamo-system`` (the operator's Lease) and a fresh one for the DGDs.
+1. The CRDs of ``deploy/crds`` (ours), Grove's own from ``../shared/upstream``, and the chart's
+   cluster-wide RBAC (``deploy/rbac/cluster-wide.yaml``, which holds the planner ClusterRole the operator
+   binds) are applied; namespaces ``dynamo-system`` (the operator's Lease) and a fresh one for the DGDs.
 2. The stand-in Grove (``standin_grove.py``: PodCliques ready ``--grove-delay`` seconds after they
    are written, no pods) runs in this process, and the operator as a subprocess on the plane's admin
    kubeconfig (``operators.py``). ``--operator dgd`` (the default): ``dgd-operator run --qps Q

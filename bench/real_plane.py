@@ -24,6 +24,7 @@ from dgd.cluster.errors import AlreadyExists
 from dgd.cluster.kube.adapter import KubeCluster
 from dgd.cluster.resources import NAMESPACE
 from tests.real.controlplane import SERVICE_CIDR, ControlPlane
+from tests.upstream import GROVE_CRD_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
 LEASE_NS = "dynamo-system"
@@ -79,12 +80,16 @@ def apiserver_metrics(plane: ControlPlane) -> Counter[Request]:
 
 
 async def prepared(plane: ControlPlane, kube: KubeCluster) -> None:
-    """Our CRDs established and listable, the chart's cluster-wide RBAC, and the namespaces."""
+    """Our CRDs and Grove's established and listable, the chart's cluster-wide RBAC, and the namespaces."""
     for name in (LEASE_NS, NAMESPACE_NAME):
         body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
         with suppress(AlreadyExists):
             await kube.create(NAMESPACE, body)
-    crds = sorted((ROOT / "deploy" / "crds").glob("*.yaml"))
+    # Ours, and Grove's own (deploy/crds carries only ours): `sim world` plays Grove on them.
+    crds = [
+        *sorted((ROOT / "deploy" / "crds").glob("*.yaml")),
+        *sorted(GROVE_CRD_DIR.glob("grove.io_*.yaml")),
+    ]
     kubectl(plane, "apply", "--server-side", *[arg for crd in crds for arg in ("-f", str(crd))])
     kubectl(plane, "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
     kubectl(plane, "apply", "--server-side", "-f", str(ROOT / "deploy" / "rbac" / "cluster-wide.yaml"))

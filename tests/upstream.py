@@ -18,6 +18,8 @@ UPSTREAM = Path(os.environ.get("DGD_UPSTREAM_DIR", ROOT.parent / "shared" / "ups
 DYNAMO = UPSTREAM / "ai-dynamo-dynamo"
 GROVE = UPSTREAM / "ai-dynamo-grove"
 CRD_DIR = DYNAMO / "deploy" / "operator" / "config" / "crd" / "bases"
+#: Grove's own CRDs (PodCliqueSet, PodClique, PodCliqueScalingGroup, ClusterTopologyBinding).
+GROVE_CRD_DIR = GROVE / "operator" / "api" / "core" / "v1alpha1" / "crds"
 
 
 def load_documents(path: Path) -> list[Any]:

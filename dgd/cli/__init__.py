@@ -32,7 +32,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Importing the commands takes a second or two: Ctrl-C may come before any of them runs.
         print("dgd-operator: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    args = parser.parse_args(arguments)
+    args, extras = parser.parse_known_args(arguments)
+    # A command's own parser answers an option it does not have (its usage, not the top level's).
+    command_parser: argparse.ArgumentParser = vars(args).pop("command_parser", parser)
+    if extras:
+        command_parser.error(f"unrecognized arguments: {' '.join(extras)}")
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE

@@ -5,7 +5,8 @@ the Component pathway), applied, rolled out and scaled, are replayed on the simu
 without faults, then under the fault schedules of ``--plan``: ``crash-after-write`` (the writer killed
 right after each distinct write point), ``unobserved-state`` (watches dropped or expired),
 ``stale-state`` (reads served from an older resourceVersion), ``random`` (actors killed, API errors),
-or ``all`` of them. The invariants are checked after every step, and every graph must be
+``poison`` (undecodable objects), ``crash-loop`` (status writes failing on a bug for ever), or ``all``
+of them. The invariants are checked after every step, and every graph must be
 ``successful`` within a bound after the last fault. The first schedule to break each invariant is
 shrunk to a small trace that ``dgd-operator sim replay`` reproduces.
 
@@ -53,13 +54,30 @@ ROOT = Path(__file__).resolve().parents[2]
 VLLM = Path("ai-dynamo-dynamo/examples/backends/vllm/deploy")
 
 
+#: ``chaos --help``: what a campaign does, and each plan (every one of ``PLANS``) in a few words.
+CHAOS = (
+    "For each of --seeds seeds, --dgds graphs drawn from the example manifests (on the Grove and the "
+    "Component pathway), applied, rolled out and scaled, are replayed on the simulated cluster once "
+    "without faults, then under the fault schedules of --plan: crash-after-write (the writer killed "
+    "right after each distinct write point), unobserved-state (watches dropped or expired), "
+    "stale-state (reads served from an older resourceVersion), random (actors killed, API errors), "
+    "poison (an object the operator cannot decode, of each kind it reads), crash-loop (some graphs' "
+    "status writes fail for ever on a bug, not an API error), or all of them. The invariants are "
+    "checked after every step, and every graph must be successful within a bound after the last fault. "
+    "The first schedule to break each invariant is shrunk to a small trace that dgd-operator sim replay "
+    "reproduces. Prints a summary (schedules, faults, violations by invariant), then, in a section of "
+    "its own, the event-loop callbacks that ran over 100 ms of wall time; --report writes the summary "
+    "as JSON, with no wall-clock value in it (the wall time goes to stderr, as does a line per seed "
+    "done)."
+)
+
+
 def add_command(commands: Any) -> None:
     """Add ``chaos`` to the ``dgd-operator`` parser."""
     chaos = commands.add_parser(
         "chaos",
         help="run a chaos campaign: fault schedules over example DGDs, invariants checked, failures shrunk",
-        description=(__doc__ or "").split("\n\n")[1] + "\n\n" + (__doc__ or "").split("\n\n")[2],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=CHAOS,
     )
     chaos.add_argument("--seeds", type=int, default=20, metavar="K", help="seeds to run (default 20)")
     chaos.add_argument("--first-seed", type=int, default=0, metavar="S", help="the first seed (default 0)")

@@ -1,7 +1,7 @@
 """Every command's exit code, and the one place where a command's failure becomes a line and a code.
 
 * 0 — success; a server (``run``, ``sim serve``, ``sim world``) stopped by SIGINT or SIGTERM;
-* 1 — the input was read but is wrong (a DGD admission refuses, a config key with a bad value), or
+* 1 — the input was read but is wrong (a DGD admission refuses, a config key misspelt or with a bad value), or
   the run failed its goal (a DGD not successful, an invariant or expectation broken, the cluster
   unreachable);
 * 2 — usage: a bad option, or a named file that cannot be read as what it should be (missing, a
@@ -69,7 +69,8 @@ def wire(
     codes: 0 ``ok``, 1 ``failed`` (if it can fail), and the shared 2 and 130."""
     one = f"1 {failed}; " if failed else ""
     parser.epilog = f"exit codes: 0 {ok}; {one}{_USAGE_AND_INTERRUPT}"
-    parser.set_defaults(run=run, prog=parser.prog)
+    # ``command_parser``: so an option it does not have is refused with its own usage (``main``).
+    parser.set_defaults(run=run, prog=parser.prog, command_parser=parser)
 
 
 def run_command(args: argparse.Namespace) -> int:

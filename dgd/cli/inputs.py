@@ -20,8 +20,9 @@ import msgspec
 import yaml
 
 from dgd.cli.exits import Invalid, Usage, field_problem
+from dgd.domain.admission.config import load_config
 from dgd.domain.manifests import ManifestError, load_manifests
-from dgd.messages.config import ConfigError, OperatorConfig, load_config, parse_duration
+from dgd.messages.config import ConfigError, OperatorConfig, parse_duration
 
 if TYPE_CHECKING:  # the daemon reads no world: it does not import the simulation
     from dgd.sim import WorldSettings

@@ -108,10 +108,12 @@ def add_commands(commands: Any) -> None:
 
     crds = commands.add_parser(
         "crds",
-        help="print the CustomResourceDefinitions",
+        help="print the CustomResourceDefinitions this operator owns",
         description=(
-            "Print the CRDs generated from the operator's data model as multi-document YAML, or write them "
-            "one file per CRD (<group>_<plural>.yaml) into a directory."
+            "Print the CRDs this operator owns (DynamoGraphDeployment, DynamoComponentDeployment, "
+            "DynamoGraphDeploymentScalingAdapter), generated from its data model, as multi-document YAML, "
+            "or write them one file per CRD (<group>_<plural>.yaml) into a directory. Grove's CRDs are "
+            "not among them: they come with Grove. Apply them with kubectl apply --server-side."
         ),
     )
     crds.add_argument("--output-dir", metavar="DIR", type=Path, help="write one file per CRD into DIR")

@@ -38,12 +38,24 @@ from dgd.sim.trace_io import TraceError, read_trace
 OUTPUTS = ("--report", "--timeline", "--timings", "--record")
 
 
+#: ``sim replay --help``.
+REPLAY = (
+    "Replay the trace (its format: docs/traces.md; '-' reads standard input) on the virtual clock, an "
+    "hour of cluster time in seconds, or in real time with --realtime. Progress goes to stderr (a bar "
+    "on a terminal, a line every tenth of the trace otherwise); then the summary table is printed: each "
+    "DGD's final state, each expectation, each invariant, and what the run counted. --report writes the "
+    "whole report as JSON (the same trace and seed give the same bytes), --timeline an SVG picture of "
+    "each DGD's state over time with the faults marked, --record what happened as a new trace, "
+    "--timings the wall-clock figures (which the report never holds)."
+)
+
+
 def add_command(sim_commands: Any) -> None:
     """Add ``replay`` to the ``sim`` subcommands."""
     replay = sim_commands.add_parser(
         "replay",
         help="replay an event trace on the simulated cluster and check its expectations and invariants",
-        description=(__doc__ or "").split("\n\n")[1],
+        description=REPLAY,
     )
     replay.add_argument("trace", metavar="TRACE", help="trace file (JSON Lines), or - for standard input")
     replay.add_argument("--seed", type=int, metavar="N", help="seed of the run (default: the trace's)")

@@ -2,8 +2,10 @@
 
 Split from ``dgd.cli.run`` (whose flags are many): ``add_webhook_flags`` adds them to ``run``'s parser,
 ``webhook_settings`` checks them (``Usage`` names the flag that is wrong) and settles them with their
-defaults: registration ``service`` in a pod and ``none`` outside, the Secret and the Service in the
-lease's namespace.
+defaults: in a pod, served on every interface and registered through the chart's ``service``; outside
+one, served on loopback only and registered by no one (``none``: no Service reaches a laptop, and a
+webhook server open to the network that nothing calls is only a risk); the Secret and the Service in
+the lease's namespace.
 """
 
 from __future__ import annotations
@@ -22,6 +24,10 @@ from dgd.daemon.servers import AddressError, parse_address
 #: What the API server may do with a write while no replica answers (``failurePolicy``).
 FAILURE_POLICIES = ("Fail", "Ignore")
 #: An object name that is a DNS subdomain (RFC 1123), as the webhook configurations' names must be.
+#: Where the webhooks listen unless ``--webhook-addr`` says: every interface in a pod (the Service
+#: reaches them there), loopback outside one.
+POD_WEBHOOK_ADDR = ":9443"
+LOCAL_WEBHOOK_ADDR = "127.0.0.1:9443"
 _SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
@@ -29,10 +35,10 @@ def add_webhook_flags(webhooks: Any) -> None:
     """The webhook flags of ``run``, in their argument group."""
     webhooks.add_argument(
         "--webhook-addr",
-        default=":9443",
         metavar="[HOST]:PORT",
         help="where the admission and conversion webhooks are served over HTTPS, by every replica; 0 to "
-        "turn them off (default :9443)",
+        f"turn them off (default {POD_WEBHOOK_ADDR} in a pod, every interface; {LOCAL_WEBHOOK_ADDR} outside "
+        "a pod, loopback only)",
     )
     webhooks.add_argument(
         "--webhook-cert-dir",
@@ -107,19 +113,21 @@ def add_webhook_flags(webhooks: Any) -> None:
 
 def webhook_settings(args: argparse.Namespace, namespace: str) -> WebhookSettings | None:
     """The webhook flags settled (``None``: ``--webhook-addr 0``)."""
+    in_a_pod = POD_NAMESPACE_FILE.exists()
+    address: str = args.webhook_addr or (POD_WEBHOOK_ADDR if in_a_pod else LOCAL_WEBHOOK_ADDR)
     try:
-        where = parse_address(args.webhook_addr)
+        where = parse_address(address)
     except AddressError as exc:
         raise Usage(f"--webhook-addr: {exc}") from exc
     if where is None:
         return None
-    register: Registration = args.webhook_register or ("service" if POD_NAMESPACE_FILE.exists() else "none")
+    register: Registration = args.webhook_register or ("service" if in_a_pod else "none")
     if register == "url":
         try:
             ipaddress.ip_address(where[0] or "")
         except ValueError:
             raise Usage(
-                f"--webhook-register url: --webhook-addr {args.webhook_addr!r} needs an IP address the API "
+                f"--webhook-register url: --webhook-addr {address!r} needs an IP address the API "
                 "server can reach as its HOST (for example 127.0.0.1:9443), not a name or every interface"
             ) from None
     defaults = WebhookSettings()
@@ -133,7 +141,7 @@ def webhook_settings(args: argparse.Namespace, namespace: str) -> WebhookSetting
         raise Usage(f"--webhook-cert-dir: {args.webhook_cert_dir!r} is not a directory")
     prefix = _configuration_prefix(args.webhook_configuration_prefix, secret_ns)
     return WebhookSettings(
-        address=args.webhook_addr,
+        address=address,
         cert_dir=args.webhook_cert_dir,
         secret_namespace=secret_ns,
         secret_name=secret_name,

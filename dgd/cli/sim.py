@@ -29,7 +29,16 @@ import anyio
 import msgspec
 import yaml
 
-from dgd.cli.exits import EXIT_FAILED, EXIT_OK, Invalid, Usage, cluster_problem, log_to_stderr, wire
+from dgd.cli.exits import (
+    EXIT_CODES,
+    EXIT_FAILED,
+    EXIT_OK,
+    Invalid,
+    Usage,
+    cluster_problem,
+    log_to_stderr,
+    wire,
+)
 from dgd.cli.inputs import read_config, read_manifests, shown, writable, write_output
 from dgd.cli.replay import add_command as add_replay_command
 from dgd.cluster.errors import ClusterError
@@ -44,6 +53,18 @@ from dgd.sim import SimulatedCluster, WorldSettings, run
 from dgd.sim.operator import simulated_operator
 from dgd.sim.trace_recorder import TraceRecorder
 
+#: ``sim apply --help``.
+APPLY = (
+    "Start the simulated cluster (an in-memory API server, simulated Grove, scheduler and kubelets) "
+    "with the whole operator beside it, store every document of the files (v1alpha1 DGDs converted to "
+    "v1beta1, other kinds as they are), and watch the DGDs: a status table is printed whenever a row "
+    "changes (redrawn in place on a terminal), then each DGD's final status and events. Time is "
+    "virtual by default (minutes of cluster time take milliseconds, and the same --seed replays the "
+    "same run), real with --realtime. --until-ready stops as soon as every DGD is successful (or every "
+    "DGD has settled, successful or failed, for a minute); otherwise the run lasts --timeout seconds of "
+    "cluster time. '-' reads the manifests from standard input."
+)
+
 #: Cluster seconds every DGD must keep its final state for ``--until-ready`` to stop on a failure.
 SETTLED = 60.0
 
@@ -56,12 +77,13 @@ def add_commands(commands: Any) -> None:
         "sim",
         help="run the operator on the embedded simulated cluster",
         description="Run the whole operator, in one process, against a simulated Kubernetes cluster.",
+        epilog=f"{EXIT_CODES} (each command's --help says what 0 and 1 mean for it)",
     )
     sim_commands = sim.add_subparsers(dest="sim_command", metavar="COMMAND", required=True)
     apply = sim_commands.add_parser(
         "apply",
         help="apply manifests to a simulated cluster and watch the DGDs converge",
-        description=(__doc__ or "").split("\n\n")[1],
+        description=APPLY,
     )
     apply.add_argument(
         "files",

@@ -109,9 +109,9 @@ class WebhookService:
                 await anyio.sleep(self._reload)
         self._tls.load(self._held.cert, self._held.key)
         self._certified.set()
-        logger.info(
-            "serving the webhooks on port %s (certificate expires %s)", self.port, _when(self._held.not_after)
-        )
+        # Where they listen, so a run outside a pod shows it serves loopback only (its default).
+        where = f"{self._host}:{self.port}" if self._host else f"every interface, port {self.port}"
+        logger.info("serving the webhooks on %s (certificate expires %s)", where, _when(self._held.not_after))
         while True:  # what the files or the Secret hold, every reload period
             await anyio.sleep(self._reload)
             try:

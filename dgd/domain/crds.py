@@ -4,6 +4,11 @@ One table (``RESOURCES``) says how each kind is served: its group and version, n
 columns, subresources and list semantics (each a ``crd_definition.CustomResource``). Its schema always
 comes from the message Struct, so the CRDs in ``deploy/crds/`` cannot drift from the models without a
 test noticing. Everything here is pure: the caller writes the files.
+
+Only the ``nvidia.com`` kinds (``OWNED``) are this operator's to install: ``crds``, ``deploy/crds/``
+and ``crd_files`` hold those alone. Grove's three (``SIMULATED_GROVE``) are our simplified models of
+them, for the simulated cluster only (``all_crds``); printed, they would replace real Grove's schemas
+on a cluster that runs Grove. A real cluster takes Grove's own CRDs from Grove.
 """
 
 from __future__ import annotations
@@ -24,7 +29,16 @@ from dgd.messages.dcd_v1alpha1 import DynamoComponentDeploymentV1Alpha1
 from dgd.messages.dgdsa_v1alpha1 import DynamoGraphDeploymentScalingAdapterV1Alpha1
 from dgd.messages.v1alpha1 import DynamoGraphDeploymentV1Alpha1
 
-__all__ = ["RESOURCES", "CustomResource", "all_crds", "crd_files", "render_crd", "render_crds_yaml"]
+__all__ = [
+    "OWNED",
+    "RESOURCES",
+    "CustomResource",
+    "all_crds",
+    "crd_files",
+    "owned_crds",
+    "render_crd",
+    "render_crds_yaml",
+]
 
 DGD_PLURAL = "dynamographdeployments"
 
@@ -229,24 +243,37 @@ PCSG = CustomResource(
     scale=_scale(".status.selector"),
 )
 
-#: Every kind, in the order ``all_crds`` returns them: Dynamo's first, then Grove's.
-RESOURCES: tuple[CustomResource, ...] = (DGD, DCD, DGDSA, PCS, PCLQ, PCSG)
+#: The kinds this operator owns and installs: ``crds`` prints these, ``deploy/crds/`` holds these.
+OWNED: tuple[CustomResource, ...] = (DGD, DCD, DGDSA)
+
+#: Our models of Grove's kinds, served by the simulated cluster only (never printed or written).
+SIMULATED_GROVE: tuple[CustomResource, ...] = (PCS, PCLQ, PCSG)
+
+#: Every kind the simulated cluster serves, in the order ``all_crds`` returns them: ours, then Grove's.
+RESOURCES: tuple[CustomResource, ...] = (*OWNED, *SIMULATED_GROVE)
 
 
 def all_crds() -> list[JSONObject]:
-    """Every CustomResourceDefinition, in ``RESOURCES`` order (stable from run to run)."""
+    """The CRDs of the simulated cluster, ``RESOURCES`` order (stable from run to run): ours and our
+    simplified Grove's. Not for a real cluster: there Grove's own CRDs come from Grove."""
     return [render_crd(resource) for resource in RESOURCES]
 
 
+def owned_crds() -> list[JSONObject]:
+    """The CRDs this operator owns (``OWNED``, in order), the ones to install on a real cluster."""
+    return [render_crd(resource) for resource in OWNED]
+
+
 def render_crds_yaml() -> str:
-    """All CRDs as one multi-document YAML string, fields in the order Kubernetes writes them."""
-    return yaml.safe_dump_all(all_crds(), sort_keys=False)
+    """The owned CRDs as one multi-document YAML string, fields in the order Kubernetes writes them."""
+    return yaml.safe_dump_all(owned_crds(), sort_keys=False)
 
 
 def crd_files() -> dict[str, str]:
-    """The contents of ``deploy/crds/``: file name (``<group>_<plural>.yaml``) to YAML text."""
+    """The contents of ``deploy/crds/``, the owned kinds only: file name (``<group>_<plural>.yaml``) to
+    YAML text."""
     return {
         f"{resource.group}_{resource.plural}.yaml": GENERATED_HEADER
         + yaml.safe_dump(render_crd(resource), sort_keys=False)
-        for resource in RESOURCES
+        for resource in OWNED
     }

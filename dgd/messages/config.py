@@ -3,17 +3,17 @@
 Every key of upstream's file is accepted with its upstream default, except where upstream needs a
 value at start-up that only its Helm chart supplies: there our defaults name the objects our own
 chart and the simulated cluster create, so a fresh install and ``make run`` need no config file
-(``docs/decisions.md``). Like upstream's decoder, unknown keys are ignored; values of known keys are
-type-checked, and ``validate_config`` applies upstream's start-up validation.
+(``docs/decisions.md``). Decoding ignores unknown keys, as for every model; reading a file
+(``dgd.domain.admission.config.load_config``) refuses them first, unlike upstream's decoder. Values
+are type-checked, and ``validate_config`` applies upstream's start-up validation.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
-import yaml
 
 from dgd.messages.base import Model
 
@@ -247,16 +247,9 @@ def format_duration(seconds: float) -> str:
     return f"{sign}{secs}s"
 
 
-def load_config(text: str) -> OperatorConfig:
-    """Decode, default and validate a configuration file (YAML or JSON); empty text = all defaults."""
-    try:
-        raw = yaml.safe_load(text) if text.strip() else {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"not valid YAML: {exc}") from exc
-    if raw is None:
-        raw = {}
-    if not isinstance(raw, dict):
-        raise ConfigError("the configuration must be a mapping of keys to values")
+def decode_config(raw: dict[str, Any]) -> OperatorConfig:
+    """Decode, default and validate a configuration already parsed from YAML or JSON. Keys it does not
+    know are ignored here: ``dgd.domain.admission.config.load_config`` refuses them before decoding."""
     try:
         config = msgspec.convert(raw, OperatorConfig)
     except msgspec.ValidationError as exc:

@@ -17,7 +17,8 @@ from typing import Any, get_args
 import msgspec
 
 from dgd.cluster.resources import Resource
-from dgd.messages.config import ConfigError, OperatorConfig, load_config
+from dgd.domain.admission.config import load_config
+from dgd.messages.config import ConfigError, OperatorConfig
 from dgd.messages.trace import (
     VERSION,
     ApiFault,

@@ -16,10 +16,10 @@ import pytest
 import yaml
 
 from dgd.cluster.resources import CONFIG_MAP, DESTINATION_RULE, INFERENCE_POOL, PVC, ROLE_BINDING
+from dgd.domain.admission.config import load_config
 from dgd.domain.conversion.dgd import dgd_to_v1beta1
 from dgd.domain.render.offline import prepare, render
 from dgd.domain.sync import covers
-from dgd.messages.config import load_config
 from tests.e2e.operators import Operators
 from tests.real.harness import RealCluster, manifest, run_flags, world, written_config
 from tests.upstream import DYNAMO

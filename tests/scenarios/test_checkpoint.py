@@ -16,7 +16,7 @@ import pytest
 
 from dgd.cluster.errors import NotFound
 from dgd.cluster.resources import CHECKPOINT, DCD, DGD, PCLQ, PCS, POD, PVC
-from dgd.messages.config import load_config
+from dgd.domain.admission.config import load_config
 from dgd.messages.dgd import ComponentCheckpointStatus
 from dgd.sim import WorldSettings
 from tests.scenarios.graphs import SNAPSHOT, model_cache

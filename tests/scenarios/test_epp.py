@@ -13,7 +13,7 @@ import yaml
 from dgd.cli import main
 from dgd.cluster.errors import ServerError
 from dgd.cluster.resources import INFERENCE_POOL, PVC
-from dgd.messages.config import load_config
+from dgd.domain.admission.config import load_config
 from dgd.sim import WorldSettings
 from tests.scenarios.graphs import SNAPSHOT, model_cache
 from tests.scenarios.grove.stage import NS, on_stage, upstream

@@ -47,10 +47,12 @@ def _usage(record: Mapping[str, Any], state_dir: Path) -> Iterator[str]:
     yield "try:"
     yield f"  {kubectl} --kubeconfig {kubeconfig} get namespaces"
     yield f"  {kubectl} --kubeconfig {kubeconfig} apply --server-side -f deploy/crds/"
+    grove = "../shared/upstream/ai-dynamo-grove/operator/api/core/v1alpha1/crds/"
+    yield f"  {kubectl} --kubeconfig {kubeconfig} apply --server-side -f {grove}    # Grove's own CRDs"
     yield f"  .venv/bin/dgd-operator run --kubeconfig {kubeconfig}"
     yield f"  .venv/bin/dgd-operator sim world --kubeconfig {kubeconfig}"
-    state = shlex.quote(str(state_dir))
-    yield f"stop: make kube-down, or python -m tests.real.controlplane down --state {state}"
+    # The folder named always: `make kube-down` alone stops only the default one.
+    yield f"stop: make kube-down KUBE_STATE={shlex.quote(str(state_dir))}"
 
 
 def _running_record(state_dir: Path) -> dict[str, Any] | None:

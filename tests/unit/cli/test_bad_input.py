@@ -106,6 +106,15 @@ INVALID: dict[str, tuple[str, list[list[str]], str]] = {
         ],
         "orchestrators.grove.terminationDelay: 'soon' is not a duration",
     ),
+    "a misspelt config key": (
+        "rollout: {progresDeadline: 5m}\n",
+        [
+            ["render", AGG, "--config", "{}"],
+            ["sim", "apply", AGG, "--config", "{}"],
+            ["run", "--config", "{}"],
+        ],
+        'rollout.progresDeadline: unknown field "progresDeadline" (did you mean "progressDeadline"?)',
+    ),
     "a world setting with a bad value": (
         "ready_delay: -1\n",
         [["sim", "serve", "--world", "{}"], ["sim", "world", "--world", "{}"]],

@@ -191,16 +191,32 @@ def test_convert_prints_a_v1beta1_dgd_that_validates(capsys: pytest.CaptureFixtu
     assert verdict.outcome == "valid"
 
 
-def test_crds_prints_custom_resource_definitions(capsys: pytest.CaptureFixture[str]) -> None:
+def test_crds_prints_only_the_crds_this_operator_owns(capsys: pytest.CaptureFixture[str]) -> None:
     # when the CRDs are printed
     code = main(["crds"])
 
-    # then every document is a CustomResourceDefinition, the DGD's among them
+    # then they are the three nvidia.com CRDs, and none of Grove's (they would replace real Grove's)
     assert code == 0
     documents = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d is not None]
-    assert documents != []
     assert {d["kind"] for d in documents} == {"CustomResourceDefinition"}
-    assert "dynamographdeployments.nvidia.com" in {d["metadata"]["name"] for d in documents}
+    assert sorted(d["metadata"]["name"] for d in documents) == [
+        "dynamocomponentdeployments.nvidia.com",
+        "dynamographdeployments.nvidia.com",
+        "dynamographdeploymentscalingadapters.nvidia.com",
+    ]
+
+
+def test_crds_writes_only_the_crds_this_operator_owns(tmp_path: Path) -> None:
+    # when the CRDs are written into a folder
+    code = main(["crds", "--output-dir", str(tmp_path / "crds")])
+
+    # then the folder holds one file per owned CRD and no grove.io file
+    assert code == 0
+    assert sorted(p.name for p in (tmp_path / "crds").iterdir()) == [
+        "nvidia.com_dynamocomponentdeployments.yaml",
+        "nvidia.com_dynamographdeployments.yaml",
+        "nvidia.com_dynamographdeploymentscalingadapters.yaml",
+    ]
 
 
 _IMPORTED_BY_RUN = """

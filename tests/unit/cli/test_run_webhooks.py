@@ -89,3 +89,59 @@ def test_a_failure_policy_other_than_fail_or_ignore_is_refused(capsys: pytest.Ca
     # then argparse refuses it (exit 2), listing the two there are
     assert refused.value.code == 2
     assert "--webhook-failure-policy: invalid choice: 'Retry' (choose from" in capsys.readouterr().err
+
+
+def test_outside_a_pod_the_webhooks_listen_on_loopback_and_register_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given no service-account namespace file: not in a pod
+    monkeypatch.setattr("dgd.cli.run_webhooks.POD_NAMESPACE_FILE", tmp_path / "absent")
+
+    # when run is given no webhook flag
+    webhooks = settle().settings.webhooks
+
+    # then the webhooks listen on loopback only, where nothing registers them
+    assert webhooks is not None
+    assert (webhooks.address, webhooks.register) == ("127.0.0.1:9443", "none")
+
+
+def test_in_a_pod_the_webhooks_listen_on_every_interface_behind_the_service(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given the service-account namespace file of a pod
+    (tmp_path / "namespace").write_text("ops")
+    monkeypatch.setattr("dgd.cli.run_webhooks.POD_NAMESPACE_FILE", tmp_path / "namespace")
+
+    # when run is given no webhook flag
+    webhooks = settle().settings.webhooks
+
+    # then the Service reaches them on every interface, and the leader registers that Service
+    assert webhooks is not None
+    assert (webhooks.address, webhooks.register) == (":9443", "service")
+
+
+def test_url_registration_outside_a_pod_needs_no_webhook_addr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given not in a pod
+    monkeypatch.setattr("dgd.cli.run_webhooks.POD_NAMESPACE_FILE", tmp_path / "absent")
+
+    # when run is told to register the webhooks by URL, with no --webhook-addr
+    webhooks = settle("--webhook-register", "url").settings.webhooks
+
+    # then they are served, and registered, at the loopback default
+    assert webhooks is not None
+    assert (webhooks.address, webhooks.register) == ("127.0.0.1:9443", "url")
+
+
+def test_the_help_says_where_the_webhooks_listen_by_default(capsys: pytest.CaptureFixture[str]) -> None:
+    # when run's help is printed
+    parser = argparse.ArgumentParser()
+    add_command(parser.add_subparsers(dest="command"))
+    with pytest.raises(SystemExit):
+        parser.parse_args(["run", "--help"])
+
+    # then it names both defaults
+    text = " ".join(capsys.readouterr().out.split())
+    assert "127.0.0.1:9443 outside a pod" in text
+    assert ":9443 in a pod" in text

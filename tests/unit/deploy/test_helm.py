@@ -24,7 +24,7 @@ import yaml
 from dgd.cli.run import Options, add_command, options
 from dgd.cli.run_webhooks import webhook_settings
 from dgd.daemon.registration import configurations
-from dgd.messages.config import load_config
+from dgd.domain.admission.config import load_config
 from tests.unit.deploy.generator import DEPLOY, find, generate
 from tests.unit.deploy.recording import Permission, permissions
 

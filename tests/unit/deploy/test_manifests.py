@@ -10,7 +10,7 @@ import pytest
 
 from dgd.cli.run import Options, add_command, options
 from dgd.daemon.registration import configurations
-from dgd.messages.config import load_config
+from dgd.domain.admission.config import load_config
 from tests.unit.deploy.generator import DEPLOY, committed, find, generate
 
 BUNDLES = ["manifests/cluster-wide.yaml", "manifests/namespace-restricted.yaml"]

@@ -13,7 +13,15 @@ import pytest
 import yaml
 
 from dgd.domain.crd_schema import UnsupportedSchema, node_at, structural_schema
-from dgd.domain.crds import RESOURCES, CustomResource, all_crds, crd_files, render_crd, render_crds_yaml
+from dgd.domain.crds import (
+    OWNED,
+    RESOURCES,
+    CustomResource,
+    crd_files,
+    owned_crds,
+    render_crd,
+    render_crds_yaml,
+)
 from dgd.messages.base import JSONObject, Model, PreservedValue
 from tests.upstream import CRD_DIR, GROVE, ROOT, load_documents
 
@@ -418,12 +426,15 @@ def test_checked_in_crds_are_what_the_models_generate() -> None:
         assert checked_in[name] == text, f"deploy/crds/{name} is stale: run `make crds`"
 
 
-def test_multi_document_yaml_holds_every_crd_in_order() -> None:
-    # When all CRDs are rendered as one YAML stream
+def test_multi_document_yaml_holds_every_owned_crd_in_order_and_no_grove_crd() -> None:
+    # When the CRDs are rendered as one YAML stream
     documents = list(yaml.safe_load_all(render_crds_yaml()))
-    # Then it holds exactly the CRDs, in the stable order of all_crds
-    assert documents == all_crds()
-    assert [d["spec"]["names"]["kind"] for d in documents] == KINDS
+    # Then it holds exactly the operator's own CRDs, in the stable order of owned_crds
+    assert documents == owned_crds()
+    assert [d["spec"]["names"]["kind"] for d in documents] == [r.kind for r in OWNED]
+    # And none of the simulated cluster's Grove models, which would replace real Grove's schemas
+    assert {d["spec"]["group"] for d in documents} == {"nvidia.com"}
+    assert [r.group for r in RESOURCES if r not in OWNED] == ["grove.io"] * 3
 
 
 # (c) Our schemas cover upstream's fields, with the same enums, types and list semantics.

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dgd.messages.config import ConfigError, OperatorConfig, format_duration, load_config, termination_delay
+from dgd.domain.admission.config import load_config
+from dgd.messages.config import ConfigError, OperatorConfig, format_duration, termination_delay
 
 
 def test_empty_file_gives_defaults_that_need_no_helm_chart() -> None:
@@ -20,8 +21,8 @@ def test_empty_file_gives_defaults_that_need_no_helm_chart() -> None:
     assert config.mpi.ssh_secret_name == "mpi-run-ssh-secret"
 
 
-def test_upstream_style_file_is_read_with_camel_case_keys_and_unknown_keys_ignored() -> None:
-    # given a file as upstream's Helm chart renders it, with a key we do not know
+def test_upstream_style_file_is_read_with_camel_case_keys() -> None:
+    # given a file as upstream's Helm chart renders it
     text = """
 apiVersion: operator.config.dynamo.nvidia.com/v1alpha1
 kind: OperatorConfiguration
@@ -29,7 +30,6 @@ orchestrators:
   grove: {enabled: false, terminationDelay: "4h"}
 infrastructure: {natsAddress: "nats://n:4222", modelExpressURL: "http://mx"}
 ingress: {controllerTLSSecretName: tls}
-futureKey: 1
 """
     # when it is loaded
     config = load_config(text)
@@ -39,6 +39,38 @@ futureKey: 1
     assert termination_delay(config) == "4h0m0s"
     assert config.infrastructure.model_express_url == "http://mx"
     assert config.ingress.controller_tls_secret_name == "tls"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "rollout: {progresDeadline: 5m}",
+            'rollout.progresDeadline: unknown field "progresDeadline" (did you mean "progressDeadline"?)',
+        ),
+        (
+            "orchestrators: {grov: {enabled: false}}",
+            'orchestrators.grov: unknown field "grov" (did you mean "grove"?)',
+        ),
+        ("checkpont: {enabled: true}", 'checkpont: unknown field "checkpont" (did you mean "checkpoint"?)'),
+    ],
+)
+def test_misspelt_key_is_refused_naming_it_and_the_nearest_known_key(text: str, message: str) -> None:
+    # given a configuration with a misspelt key, when it is loaded, then it is refused naming both
+    with pytest.raises(ConfigError) as refused:
+        load_config(text)
+    assert str(refused.value) == message
+
+
+def test_every_misspelt_key_is_reported_at_once() -> None:
+    # given two misspelt keys in different sections
+    text = "rollout: {progresDeadline: 5m}\ncheckpont: {enabled: true}"
+
+    # when it is loaded, then both are named in the one error
+    with pytest.raises(ConfigError) as refused:
+        load_config(text)
+    assert "rollout.progresDeadline" in str(refused.value)
+    assert "checkpont" in str(refused.value)
 
 
 @pytest.mark.parametrize("delay", ["0", "0s"])

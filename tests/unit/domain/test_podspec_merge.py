@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from dgd.domain.admission.config import load_config
 from dgd.domain.render.errors import RenderError
-from dgd.messages.config import InfrastructureConfig, OperatorConfig, load_config
+from dgd.messages.config import InfrastructureConfig, OperatorConfig
 from tests.unit.domain.podspec_cases import component, env_names, render
 
 

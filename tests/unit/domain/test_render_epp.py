@@ -16,6 +16,7 @@ import msgspec
 import pytest
 import yaml
 
+from dgd.domain.admission.config import load_config
 from dgd.domain.gates import ISTIO_API, GateError, resolve_gates
 from dgd.domain.render.epp import (
     endpoint_picker_yaml,
@@ -27,7 +28,7 @@ from dgd.domain.render.epp import (
 )
 from dgd.domain.render.offline import Pathway, prepare, render
 from dgd.messages.component import ComponentSpec
-from dgd.messages.config import ConfigError, IstioConfig, OperatorConfig, ServiceMeshConfig, load_config
+from dgd.messages.config import ConfigError, IstioConfig, OperatorConfig, ServiceMeshConfig
 from dgd.messages.dgd import DynamoGraphDeployment
 from tests.upstream import DYNAMO
 

@@ -110,7 +110,9 @@ def test_header_settings_and_config_are_validated_on_line_one() -> None:
         "line 1: header: settings: Expected `float` >= 0.0 - at `$.ready_delay`"
     )
     error = refusal('{"kind": "trace", "version": 1, "config": {"checkpoint": {"enabled": "yes"}}}')
-    assert error.line == 1 and "config: Expected `bool`" in error.message
+    assert error.line == 1 and 'config: checkpoint.enabled: "yes" is not true or false' in error.message
+    error = refusal('{"kind": "trace", "version": 1, "config": {"checkpont": {"enabled": true}}}')
+    assert error.line == 1 and '"checkpont" (did you mean "checkpoint"?)' in error.message
 
 
 def test_header_settings_read_in_camel_or_snake_case() -> None:

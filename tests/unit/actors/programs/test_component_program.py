@@ -13,9 +13,10 @@ from dgd.actors.dgd.children.step_failed import StepFailed
 from dgd.actors.dgd.programs.component import ComponentProgram
 from dgd.actors.dgd.programs.provisioning import Provisioning
 from dgd.cluster.resources import DCD
+from dgd.domain.admission.config import load_config
 from dgd.domain.checkpoint import CheckpointInfo
 from dgd.domain.projection import FAILED_TO_RECONCILE, NO_MULTINODE_ORCHESTRATOR
-from dgd.messages.config import OperatorConfig, load_config
+from dgd.messages.config import OperatorConfig
 from tests.unit.actors.programs.fakes import EPOCH, NOW, World, manifest, world
 
 pytestmark = pytest.mark.anyio

@@ -11,8 +11,9 @@ from dgd.actors.dgd.children.step_failed import StepFailed
 from dgd.actors.dgd.programs.grove import GroveProgram
 from dgd.actors.dgd.programs.provisioning import Provisioning
 from dgd.cluster.resources import DGD, PCS
+from dgd.domain.admission.config import load_config
 from dgd.domain.projection import FAILED_TO_RECONCILE, PROVIDER_UNAVAILABLE
-from dgd.messages.config import OperatorConfig, load_config
+from dgd.messages.config import OperatorConfig
 from tests.unit.actors.programs.fakes import NOW, World, manifest, world
 
 pytestmark = pytest.mark.anyio
