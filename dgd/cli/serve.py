@@ -47,6 +47,7 @@ from dgd.sim.apiserver.catalog import CUSTOM_RESOURCE_DEFINITION
 from dgd.sim.apiserver.server import Facade, serve, write_kubeconfig
 from dgd.sim.conversion import webhook_conversion
 from dgd.sim.key_pool import KeyPool
+from dgd.sim.schema import crd_schema_check
 from dgd.sim.world import bootstrap as world_bootstrap
 from dgd.sim.world.bootstrap import Discovery, bootstrap
 from dgd.sim.world.checkpoint import CheckpointController
@@ -156,6 +157,7 @@ class _Server:
                 simulated_admission(self._config, self._settings),
                 served_groups=world_bootstrap.discovery(self._settings).group_versions,
             ),
+            schema_check=crd_schema_check,
             user=SIMULATED_OPERATOR,
         )
         # What the cluster starts with, written by the world's own client.

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 import msgspec
 
 from dgd.messages.base import DNS_LABEL_PATTERN, JSONObject, Model, PreservedObject, Quantity
+from dgd.messages.pod_template import PodTemplateSpec
 
 ComponentType = Literal["frontend", "worker", "prefill", "decode", "planner", "epp"]
 COMPONENT_TYPES: tuple[ComponentType, ...] = ("frontend", "worker", "prefill", "decode", "planner", "epp")
@@ -244,7 +245,7 @@ class SharedComponentSpec(Model, frozen=True, kw_only=True):
     global_dynamo_namespace: bool | None = None
     """Register in the shared Dynamo namespace `dynamo` rather than the graph's own (`<namespace>-<graph
     name>`)."""
-    pod_template: JSONObject | None = None
+    pod_template: PodTemplateSpec | None = None
     """The template of the component's pods (a Kubernetes PodTemplateSpec). Its container named `main` runs
     the component and receives the operator's defaults; other containers are sidecars."""
     replicas: Annotated[int, msgspec.Meta(ge=0)] | None = None

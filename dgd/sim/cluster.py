@@ -40,6 +40,7 @@ from dgd.messages.config import OperatorConfig
 from dgd.runtime import ActorSystem, ChildSpec, LoopClock, Metrics, Supervision, Supervisor
 from dgd.sim.admission import SIMULATED_OPERATOR, simulated_admission, webhook_chain
 from dgd.sim.clock import EPOCH
+from dgd.sim.schema import crd_schema_check
 from dgd.sim.world.bootstrap import Discovery, bootstrap, discovery
 from dgd.sim.world.checkpoint import CheckpointController
 from dgd.sim.world.controller import Resync, WorldController
@@ -194,6 +195,8 @@ class SimulatedCluster:
                 if self._operator is not None and self._admission
                 else None
             ),
+            # The API server checks our kinds against their CRD schema, webhooks or not.
+            schema_check=crd_schema_check,
             user=SIMULATED_OPERATOR,
         )
         self._cluster = server

@@ -36,6 +36,7 @@ from dgd.cluster.memory.bodies import scale_of, to_json, with_version
 from dgd.cluster.memory.faults import Decision, Faults, Request, Verb
 from dgd.cluster.memory.server import ApiServer
 from dgd.cluster.memory.store import Change, Stored
+from dgd.cluster.memory.validation import SchemaCheck
 from dgd.cluster.memory.watch import MemoryWatch, WatchHub
 from dgd.cluster.protocol import ObjectList, Preconditions, Propagation, Scale, WatchEvent
 from dgd.messages.timestamps import Clock, rfc3339_micro, wall_clock
@@ -61,6 +62,8 @@ class MemoryCluster:
     cluster starts with beside a new cluster's own (``default``, ``kube-system``, ``kube-public``,
     ``kube-node-lease``); an object may be created only in a namespace that exists and is not
     terminating, as the API server's NamespaceLifecycle admission has it.
+    ``schema_check``: how the server checks the kinds we model against their CRD schema, as a real
+    API server does (the simulated cluster gives the walk `validate` makes; `None`: their Structs alone).
     """
 
     def __init__(
@@ -74,6 +77,7 @@ class MemoryCluster:
         bookmark_interval: float = 60.0,
         namespaces: Iterable[str] = (),
         admission: Admission | None = None,
+        schema_check: SchemaCheck | None = None,
         user: str = "admin",
     ) -> None:
         self._seeds = rng if rng is not None else random.Random(0)
@@ -87,6 +91,7 @@ class MemoryCluster:
             history_size=history_size,
             namespaces=namespaces,
             admission=admission,
+            schema_check=schema_check,
         )
         self.faults = Faults(random.Random(self._seeds.getrandbits(64)))
         self._hub = WatchHub(self._server.store)

@@ -42,7 +42,7 @@ from dgd.cluster.memory.strategies import (
     with_generation,
     write_scale,
 )
-from dgd.cluster.memory.validation import invalid, validate
+from dgd.cluster.memory.validation import SchemaCheck, invalid, validate
 from dgd.cluster.resources import NAMESPACE, SELF_SUBJECT_REVIEW, Resource
 from dgd.messages.base import JSONObject
 from dgd.messages.timestamps import Clock, rfc3339
@@ -68,9 +68,12 @@ class ApiServer:
         history_size: int,
         namespaces: Iterable[str] = (),
         admission: Admission | None = None,
+        schema_check: SchemaCheck | None = None,
     ) -> None:
         self.resources = {str(resource): resource for resource in resources}
         self.admission = admission
+        #: The CRD schema walk of the kinds we model (``None``: their Structs alone decide).
+        self.schema_check = schema_check
         self.store = Store(self.resources, history_size)
         self.clock = clock
         self.rng = rng
@@ -133,7 +136,7 @@ class ApiServer:
         if not loose:
             data = self._admit("CREATE", resource, data, None, user)
             metadata = require_metadata(resource, data)
-            validate(resource, data)
+            validate(resource, data, self.schema_check)
         self.lifecycle.admit(resource, metadata)
         key = self.key(resource, metadata.get("namespace"), metadata["name"])
         if self.store.get(key) is not None:
@@ -337,6 +340,8 @@ class ApiServer:
         """``new`` as the admission chain lets it be stored (unchanged without one)."""
         if self.admission is None:
             return new
+        # A real API server decodes and checks the schema before any webhook sees the object.
+        validate(resource, new, self.schema_check)
         attempt = AdmissionAttempt(
             operation=operation,
             group=resource.group,
@@ -356,7 +361,7 @@ class ApiServer:
         return stored.thaw() if stored is not None else None
 
     def _write(self, resource: Resource[Any], current: Stored, new: JSONObject) -> Stored:
-        validate(resource, new)
+        validate(resource, new, self.schema_check)
         stored = self.commit(current, new)
         self._settle()
         return stored

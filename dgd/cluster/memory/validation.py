@@ -2,21 +2,23 @@
 
 The common ``ObjectMeta`` rules of the real API server (name, namespace, labels, annotations,
 finalizers, owner references), the schema of the kinds we model (the msgspec Struct is the same
-model the CRDs are generated from, so ``msgspec.convert`` stands in for OpenAPI validation), and
-the ``events.k8s.io/v1`` Event rules. Raw kinds get only the metadata checks.
+model the CRDs are generated from: the server's ``SchemaCheck``, the walk ``validate`` makes over the
+CRD schema, stands in for OpenAPI validation, with ``msgspec.convert`` behind it), and the
+``events.k8s.io/v1`` Event rules. Raw kinds get only the metadata checks.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import msgspec
 
 from dgd.cluster.errors import Cause, Invalid
 from dgd.cluster.resources import EVENT, Resource
-from dgd.messages.base import JSONObject
+from dgd.messages.base import JSONObject, Model
 
 #: The most bytes an object's annotations (keys and values) may hold, as the real API server counts.
 ANNOTATIONS_LIMIT = 256 * 1024
@@ -27,10 +29,18 @@ _NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
 
 
-def validate(resource: Resource[Any], data: JSONObject) -> None:
-    """Raise ``Invalid`` listing every rule ``data`` breaks as an object of ``resource``."""
+#: A check of a document against its kind's schema, as the API server makes it from the CRD: the
+#: (field path, message) of every problem (an unknown field, a bad quantity, a wrong type), in order.
+SchemaCheck = Callable[[type[Model], JSONObject], Iterable[tuple[str, str]]]
+
+
+def validate(resource: Resource[Any], data: JSONObject, schema_check: SchemaCheck | None = None) -> None:
+    """Raise ``Invalid`` listing every rule ``data`` breaks as an object of ``resource``; a kind we
+    model is checked by ``schema_check`` first (when given), then decoded into its Struct."""
     metadata: JSONObject = data.get("metadata") or {}
     causes = [*_type_causes(resource, data), *_metadata_causes(resource, metadata)]
+    if resource.model is not None and not causes and schema_check is not None:
+        causes.extend(Cause(path, message) for path, message in schema_check(resource.model, data))
     if resource.model is not None and not causes:
         causes.extend(_schema_causes(resource, data))
     if (resource.group, resource.plural) == (EVENT.group, EVENT.plural):

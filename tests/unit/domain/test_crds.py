@@ -22,13 +22,16 @@ from dgd.domain.crds import (
     render_crd,
     render_crds_yaml,
 )
-from dgd.messages.base import JSONObject, Model, PreservedValue
+from dgd.messages.base import QUANTITY_PATTERN, JSONObject, Model, PreservedValue
 from tests.upstream import CRD_DIR, GROVE, ROOT, load_documents
 
 DEPLOY_CRDS = ROOT / "deploy" / "crds"
 GROVE_CRD_DIR = GROVE / "operator" / "api" / "core" / "v1alpha1" / "crds"
 
 PODSPEC_RAW = "kept as raw JSON: the operator renders and passes the pod spec through without modelling it"
+FINALIZERS_SET = (
+    "Kubernetes 1.36's ObjectMeta declares finalizers a set; upstream's CRD embeds an older ObjectMeta"
+)
 HPA_METRICS_RAW = (
     "kept as raw JSON: HPA MetricSpecs are handed to the HPA Grove creates; the operator never reads them"
 )
@@ -37,13 +40,17 @@ HPA_METRICS_RAW = (
 #: covers only what lies below it; any other prefix also covers the path itself.
 ALLOWED_DIFFERENCES: dict[str, dict[str, str]] = {
     "DynamoGraphDeployment": {
-        "spec.components[].podTemplate.": "PodTemplateSpec " + PODSPEC_RAW,
+        "spec.components[].podTemplate.metadata.finalizers": FINALIZERS_SET,
+        "spec.components[].podTemplate.spec.volumes[].ephemeral.volumeClaimTemplate.metadata.finalizers": (
+            FINALIZERS_SET
+        ),
         "spec.components[].eppConfig.config.": "kept as raw JSON: upstream preserves unknown fields there",
         "spec.env[].": "EnvVar kept as raw JSON: prepended to every main container's env untouched",
         "status.restart.phase": "ours enumerates the phases of domain spec §3.1; upstream leaves it free",
     },
     "DynamoComponentDeployment": {
-        "spec.podTemplate.": "PodTemplateSpec " + PODSPEC_RAW,
+        "spec.podTemplate.metadata.finalizers": FINALIZERS_SET,
+        "spec.podTemplate.spec.volumes[].ephemeral.volumeClaimTemplate.metadata.finalizers": FINALIZERS_SET,
         "spec.eppConfig.config.": "kept as raw JSON: upstream preserves unknown fields there",
     },
     "DynamoGraphDeploymentScalingAdapter": {},
@@ -269,8 +276,9 @@ def test_raw_json_preserves_unknown_fields_and_quantities_are_int_or_string() ->
     component = _schema(render_crd(_resource("DynamoGraphDeployment")))["properties"]["spec"]["properties"][
         "components"
     ]["items"]["properties"]
-    # Then the raw pod template keeps whatever it is given
-    assert _undescribed_node(component["podTemplate"]) == {
+    # Then raw JSON the operator merges as it is (the checkpoint Job's pod template patch) keeps anything
+    job = component["experimental"]["properties"]["checkpoint"]["properties"]["job"]["properties"]
+    assert _undescribed_node(job["podTemplate"]) == {
         "type": "object",
         "x-kubernetes-preserve-unknown-fields": True,
     }
@@ -283,6 +291,37 @@ def test_raw_json_preserves_unknown_fields_and_quantities_are_int_or_string() ->
         "description": component["scalingAdapter"]["description"],
         "type": "object",
     }
+
+
+@pytest.mark.parametrize("kind", ["DynamoGraphDeployment", "DynamoComponentDeployment"])
+def test_a_components_pod_template_has_the_kubernetes_pod_template_schema(kind: str) -> None:
+    # Given the schema of a component's pod template (a DGD's components[], a DCD's spec)
+    spec = _schema(render_crd(_resource(kind)))["properties"]["spec"]
+    component = spec["properties"]["components"]["items"] if kind == "DynamoGraphDeployment" else spec
+    template = component["properties"]["podTemplate"]
+
+    # Then it is Kubernetes' PodTemplateSpec: closed (unknown fields are not kept) and described
+    assert "x-kubernetes-preserve-unknown-fields" not in template
+    assert sorted(template["properties"]) == ["metadata", "spec"]
+    assert "x-kubernetes-preserve-unknown-fields" not in template["properties"]["metadata"]
+    assert sorted(template["properties"]["metadata"]["properties"]) == [
+        "annotations",
+        "finalizers",
+        "labels",
+        "name",
+        "namespace",
+    ]
+    containers = template["properties"]["spec"]["properties"]["containers"]
+    # And containers merge by name, as a Pod's do, and say what an image is
+    assert containers["x-kubernetes-list-type"] == "map"
+    assert containers["x-kubernetes-list-map-keys"] == ["name"]
+    container = containers["items"]["properties"]
+    assert container["image"]["type"] == "string"
+    assert container["image"]["description"].startswith("Container image name.")
+    # And a resource limit is a quantity: int-or-string with Kubernetes' quantity grammar
+    limit = container["resources"]["properties"]["limits"]["additionalProperties"]
+    assert limit["x-kubernetes-int-or-string"] is True
+    assert limit["pattern"] == QUANTITY_PATTERN
 
 
 class _Ambiguous(Model, frozen=True, tag_field="kind", tag="Ambiguous"):

@@ -230,13 +230,13 @@ def test_missing_file_and_missing_argument_are_usage_errors(
 @pytest.mark.parametrize(
     ("field", "message"),
     [
-        ("env: x", 'podTemplate.spec.containers[0].env: "x" must be a list'),
-        ("args: [1]", "podTemplate.spec.containers[0].args: must be a list of strings"),
+        ("env: x", 'podTemplate.spec.containers[0].env: "x" is not a list'),
+        ("args: [1]", "podTemplate.spec.containers[0].args[0]: 1 is not a string"),
         (
             "volumeMounts: [{name: 3}]",
-            "podTemplate.spec.containers[0].volumeMounts[0].name: must be a string",
+            "podTemplate.spec.containers[0].volumeMounts[0].name: 3 is not a string",
         ),
-        ("resources: [1]", "podTemplate.spec.containers[0].resources: [1] must be an object"),
+        ("resources: [1]", "podTemplate.spec.containers[0].resources: [1] is not an object"),
     ],
 )
 def test_wrongly_typed_pod_template_fields_are_errors_not_crashes(

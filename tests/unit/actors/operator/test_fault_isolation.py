@@ -313,7 +313,7 @@ async def test_a_pod_clique_set_from_a_newer_grove_is_still_read(monkeypatch: py
         # model does not know (a new pod-gang phase; last errors as a string): admitted by its CRD
         await op.apply(manifest())
         await op.grove_accepts()
-        monkeypatch.setattr(server_module, "validate", lambda resource, data: None)
+        monkeypatch.setattr(server_module, "validate", lambda resource, data, schema_check=None: None)
         raw = PCS.as_raw()
         live = await op.cluster.get(raw.key(NS, "demo"))
         newer = {"podGangStatuses": [{"name": "demo-0", "phase": "Preempted"}], "lastErrors": "quota"}
