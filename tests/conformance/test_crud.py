@@ -193,17 +193,17 @@ async def test_replace_keeps_server_owned_metadata(cluster: Cluster) -> None:
 
 
 async def test_unknown_fields_written_raw_survive_a_typed_merge_patch(cluster: Cluster) -> None:
-    """Fields the operator does not model, where the schema keeps them (a pod template is free-form),
-    are stored as written and kept by merge patches."""
+    """Fields the operator does not model, where the schema keeps them (an entry of ``spec.env`` is
+    free-form), are stored as written and kept by merge patches. (Pod templates carry Kubernetes'
+    PodTemplateSpec schema: an unknown field there is refused, not kept.)"""
     body = msgspec.to_builtins(dgd("graph"))
-    template = {"spec": {"futureField": {"keep": True}, "containers": [{"name": "main", "image": "x"}]}}
-    body["spec"]["components"] = [{"name": "Worker", "type": "worker", "podTemplate": template}]
+    body["spec"]["env"] = [{"name": "A", "value": "1", "futureField": {"keep": True}}]
     await cluster.create(DGD.as_raw(), body)
 
     await cluster.patch(DGD.key(NS, "graph"), {"metadata": {"labels": {"tier": "gold"}}})
     stored = await cluster.get(DGD.as_raw().key(NS, "graph"))
 
-    assert stored["spec"]["components"][0]["podTemplate"]["spec"]["futureField"] == {"keep": True}
+    assert stored["spec"]["env"][0]["futureField"] == {"keep": True}
     assert stored["metadata"]["labels"] == {"tier": "gold"}
 
 
