@@ -34,11 +34,13 @@ from dgd.cli.inputs import read_config, read_manifests, shown, writable, write_o
 from dgd.cli.replay import add_command as add_replay_command
 from dgd.cluster.errors import ClusterError
 from dgd.cluster.resources import DEFAULT_RESOURCES, DGD, EVENT, Resource
+from dgd.domain.admission.schema import check
 from dgd.domain.conversion.dgd import ConversionError, dgd_to_v1beta1
 from dgd.domain.gates import GateError
 from dgd.messages.config import OperatorConfig
 from dgd.messages.dgd import API_VERSION_V1ALPHA1, KIND, DynamoGraphDeployment
 from dgd.messages.trace import write_trace
+from dgd.messages.v1alpha1 import DynamoGraphDeploymentV1Alpha1
 from dgd.sim import SimulatedCluster, WorldSettings, run
 from dgd.sim.operator import simulated_operator
 from dgd.sim.trace_recorder import TraceRecorder
@@ -102,10 +104,7 @@ def _documents(files: Sequence[str]) -> list[dict[str, Any]]:
             if not isinstance(document, dict) or not document.get("kind"):
                 raise Invalid(f"{where}: not a Kubernetes object (it has no kind)")
             if document.get("kind") == KIND and document.get("apiVersion") == API_VERSION_V1ALPHA1:
-                try:
-                    document = dgd_to_v1beta1(document)
-                except ConversionError as exc:
-                    raise Invalid(f"{where}: {exc}") from None
+                document = _converted(document, where)
             metadata = document.setdefault("metadata", {})
             if isinstance(metadata, dict):
                 metadata.setdefault("namespace", "default")
@@ -113,6 +112,24 @@ def _documents(files: Sequence[str]) -> list[dict[str, Any]]:
     if not any(d.get("kind") == KIND for d in documents):
         raise Invalid(f"no {KIND} in {', '.join(shown(name) for name in files)}")
     return documents
+
+
+def _converted(document: dict[str, Any], where: str) -> dict[str, Any]:
+    """A v1alpha1 DGD as v1beta1, after it is decoded as strictly as the API server decodes it (kubectl
+    asks for strict field validation): conversion would drop an unknown field such as a typo silently."""
+    problems = check(document, DynamoGraphDeploymentV1Alpha1)
+    if problems:
+        name = (
+            (document.get("metadata") or {}).get("name")
+            if isinstance(document.get("metadata"), dict)
+            else None
+        )
+        said = "; ".join(str(problem) for problem in problems)
+        raise Invalid(f"{where} {KIND} {name or '<no name>'} is invalid: {said}")
+    try:
+        return dgd_to_v1beta1(document)
+    except ConversionError as exc:
+        raise Invalid(f"{where}: {exc}") from None
 
 
 def _apply(args: argparse.Namespace) -> int:
