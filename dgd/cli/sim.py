@@ -285,6 +285,13 @@ class _Session:
             kind, api_version = document.get("kind"), document.get("apiVersion")
             meta = document["metadata"]
             resource = _BY_KIND.get((str(api_version), str(kind)))
+            if resource is None and str(api_version).startswith("nvidia.com/"):
+                # As validate and kubectl: a Dynamo kind in a version nobody serves is an error, not a skip.
+                print(
+                    f'dgd-operator sim apply: error: no matches for kind "{kind}" in version "{api_version}"',
+                    file=sys.stderr,
+                )
+                return None
             if resource is None:
                 why = f"the simulated cluster does not serve {api_version} {kind}"
                 print(f"skipped {kind} {meta.get('name')}: {why}", file=sys.stderr)
