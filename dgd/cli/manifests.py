@@ -160,6 +160,11 @@ def _validate(args: argparse.Namespace) -> int:
     )
     if counts["unreadable"]:
         return EXIT_USAGE
+    if not counts["valid"] and not counts["invalid"]:
+        # Nothing was checked: an empty file passing would hide a wrong path or a failed download.
+        named = ", ".join(shown(name) for name in args.files)
+        print(f"{named}: error: no DGD found: no {KIND} document to check", file=out)
+        return EXIT_FAILED
     return EXIT_FAILED if counts["invalid"] else EXIT_OK
 
 

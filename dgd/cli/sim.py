@@ -44,11 +44,13 @@ from dgd.cli.replay import add_command as add_replay_command
 from dgd.cluster.errors import ClusterError
 from dgd.cluster.resources import DEFAULT_RESOURCES, DGD, EVENT, Resource
 from dgd.daemon.logs import FORMATS, LEVELS, configure
+from dgd.domain.admission.schema import check
 from dgd.domain.conversion.dgd import ConversionError, dgd_to_v1beta1
 from dgd.domain.gates import GateError
 from dgd.messages.config import OperatorConfig
 from dgd.messages.dgd import API_VERSION_V1ALPHA1, KIND, DynamoGraphDeployment
 from dgd.messages.trace import write_trace
+from dgd.messages.v1alpha1 import DynamoGraphDeploymentV1Alpha1
 from dgd.sim import SimulatedCluster, WorldSettings, run
 from dgd.sim.operator import simulated_operator
 from dgd.sim.trace_recorder import TraceRecorder
@@ -132,10 +134,7 @@ def _documents(files: Sequence[str]) -> list[dict[str, Any]]:
             if not isinstance(document, dict) or not document.get("kind"):
                 raise Invalid(f"{where}: not a Kubernetes object (it has no kind)")
             if document.get("kind") == KIND and document.get("apiVersion") == API_VERSION_V1ALPHA1:
-                try:
-                    document = dgd_to_v1beta1(document)
-                except ConversionError as exc:
-                    raise Invalid(f"{where}: {exc}") from None
+                document = _converted(document, where)
             metadata = document.setdefault("metadata", {})
             if isinstance(metadata, dict):
                 metadata.setdefault("namespace", "default")
@@ -143,6 +142,24 @@ def _documents(files: Sequence[str]) -> list[dict[str, Any]]:
     if not any(d.get("kind") == KIND for d in documents):
         raise Invalid(f"no {KIND} in {', '.join(shown(name) for name in files)}")
     return documents
+
+
+def _converted(document: dict[str, Any], where: str) -> dict[str, Any]:
+    """A v1alpha1 DGD as v1beta1, after it is decoded as strictly as the API server decodes it (kubectl
+    asks for strict field validation): conversion would drop an unknown field such as a typo silently."""
+    problems = check(document, DynamoGraphDeploymentV1Alpha1)
+    if problems:
+        name = (
+            (document.get("metadata") or {}).get("name")
+            if isinstance(document.get("metadata"), dict)
+            else None
+        )
+        said = "; ".join(str(problem) for problem in problems)
+        raise Invalid(f"{where} {KIND} {name or '<no name>'} is invalid: {said}")
+    try:
+        return dgd_to_v1beta1(document)
+    except ConversionError as exc:
+        raise Invalid(f"{where}: {exc}") from None
 
 
 def _apply(args: argparse.Namespace) -> int:
@@ -301,6 +318,13 @@ class _Session:
             kind, api_version = document.get("kind"), document.get("apiVersion")
             meta = document["metadata"]
             resource = _BY_KIND.get((str(api_version), str(kind)))
+            if resource is None and str(api_version).startswith("nvidia.com/"):
+                # As validate and kubectl: a Dynamo kind in a version nobody serves is an error, not a skip.
+                print(
+                    f'dgd-operator sim apply: error: no matches for kind "{kind}" in version "{api_version}"',
+                    file=sys.stderr,
+                )
+                return None
             if resource is None:
                 why = f"the simulated cluster does not serve {api_version} {kind}"
                 print(f"skipped {kind} {meta.get('name')}: {why}", file=sys.stderr)

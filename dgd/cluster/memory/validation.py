@@ -9,7 +9,6 @@ CRD schema, stands in for OpenAPI validation, with ``msgspec.convert`` behind it
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -19,14 +18,10 @@ import msgspec
 from dgd.cluster.errors import Cause, Invalid
 from dgd.cluster.resources import EVENT, Resource
 from dgd.messages.base import JSONObject, Model
-
-#: The most bytes an object's annotations (keys and values) may hold, as the real API server counts.
-ANNOTATIONS_LIMIT = 256 * 1024
+from dgd.messages.meta_validation import annotation_problems, label_problems, qualified_name
 
 _SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
 
 
 #: A check of a document against its kind's schema, as the API server makes it from the CRD: the
@@ -62,21 +57,6 @@ def invalid(resource: Resource[Any], metadata: JSONObject, causes: list[Cause]) 
     )
 
 
-@functools.lru_cache(maxsize=4096)
-def qualified_name(key: str) -> bool:
-    """A label, annotation or finalizer key: an optional DNS-subdomain prefix, ``/``, a name.
-    (Remembered: every write checks the same few keys again.)"""
-    prefix, _, name = key.rpartition("/")
-    if prefix and (len(prefix) > 253 or not _SUBDOMAIN.match(prefix)):
-        return False
-    return 0 < len(name) <= 63 and _NAME.match(name) is not None
-
-
-@functools.lru_cache(maxsize=4096)
-def _label_value(value: str) -> bool:
-    return len(value) <= 63 and _LABEL_VALUE.match(value) is not None
-
-
 def _type_causes(resource: Resource[Any], data: JSONObject) -> list[Cause]:
     causes = []
     if data.get("apiVersion") != resource.api_version:
@@ -104,24 +84,27 @@ def _metadata_causes(resource: Resource[Any], metadata: JSONObject) -> list[Caus
         why = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.',"
         why += " and must start and end with an alphanumeric character"
         causes.append(Cause("metadata.generateName", f"Invalid value: {prefix!r}: {why}"))
-    for key, value in (metadata.get("labels") or {}).items():
-        if not qualified_name(key):
-            causes.append(Cause(f"metadata.labels[{key}]", "invalid label key"))
-        if not isinstance(value, str) or not _label_value(value):
-            causes.append(Cause(f"metadata.labels[{key}]", f"invalid label value {value!r}"))
-    annotations = metadata.get("annotations") or {}
-    for key, value in annotations.items():
-        if not qualified_name(key) or not isinstance(value, str):
-            causes.append(Cause(f"metadata.annotations[{key}]", "invalid annotation"))
-    size = sum(len(key.encode()) + len(str(value).encode()) for key, value in annotations.items())
-    if size > ANNOTATIONS_LIMIT:
-        causes.append(
-            Cause("metadata.annotations", f"Too long: may not be more than {ANNOTATIONS_LIMIT} bytes")
-        )
+    causes.extend(_label_and_annotation_causes(metadata))
     for index, finalizer in enumerate(metadata.get("finalizers") or ()):
         if not isinstance(finalizer, str) or not qualified_name(finalizer):
             causes.append(Cause(f"metadata.finalizers[{index}]", f"{finalizer!r} is not a qualified name"))
     causes.extend(_owner_causes(list(metadata.get("ownerReferences") or ())))
+    return causes
+
+
+def _label_and_annotation_causes(metadata: JSONObject) -> list[Cause]:
+    """apimachinery's label and annotation rules (shared with ``validate``), after their types."""
+    causes: list[Cause] = []
+    labels = metadata.get("labels") or {}
+    annotations = metadata.get("annotations") or {}
+    for field, values in (("labels", labels), ("annotations", annotations)):
+        for key, value in values.items():
+            if not isinstance(value, str):
+                causes.append(Cause(f"metadata.{field}[{key}]", f"{value!r} must be a string"))
+    text_labels = {key: value for key, value in labels.items() if isinstance(value, str)}
+    text_annotations = {key: value for key, value in annotations.items() if isinstance(value, str)}
+    causes += [Cause(field, why) for field, why in label_problems(text_labels)]
+    causes += [Cause(field, why) for field, why in annotation_problems(text_annotations)]
     return causes
 
 

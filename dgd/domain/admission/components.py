@@ -51,14 +51,33 @@ def check_component(
 
 
 def runtime_version_warnings(component: SharedComponentSpec, path: str) -> Iterator[FieldError]:
-    """Upstream's create-time runtime-version rule (supplement §4.4 item 10.13), as warnings.
+    """Upstream's create-time rule on the main image's tag (supplement §4.4 item 10.13), as warnings.
 
-    Upstream refuses, on create, a component with no ``main`` container image, and a main image
-    without a semver tag when there is no ``runtimeVersionOverride``. We only warn: upstream's own
-    examples leave the image to be filled in or use ``my-tag`` placeholders; see docs/decisions.md.
+    Upstream refuses, on create, a main image without a semver tag when there is no
+    ``runtimeVersionOverride``. We only warn: upstream's own examples use ``my-tag`` placeholders; see
+    docs/decisions.md. A missing main image is an error (:func:`main_image_problems`).
     """
-    for problem in runtime_version_problems(component, path, override_required=True):
-        yield FieldError(problem.path, f"{problem.message} (upstream admission refuses this on create)")
+    if not any(main_image_problems(component, path)):
+        for problem in _tag_problems(component, path):
+            yield FieldError(problem.path, f"{problem.message} (upstream admission refuses this on create)")
+
+
+def main_image_problems(component: SharedComponentSpec, path: str) -> Iterator[FieldError]:
+    """A component's ``main`` container must have an image: the API server refuses a pod without one,
+    so the component could never run (upstream refuses it at the DCD, supplement §4.4 item 10.13)."""
+    found = main_container(component.pod_template)
+    if found is None:
+        yield FieldError(
+            f"{path}.podTemplate.spec.containers",
+            'is required: a container named "main" with a non-empty image (no pod runs without one)',
+        )
+    elif main_image(component) is None:
+        given = found[1].get("image")
+        said = "is required" if given is None else f"{show(given)} is not allowed"
+        yield FieldError(
+            f"{path}.podTemplate.spec.containers[{found[0]}].image",
+            f"{said}: the main container must specify a non-empty image",
+        )
 
 
 def runtime_version_problems(
@@ -66,16 +85,15 @@ def runtime_version_problems(
 ) -> Iterator[FieldError]:
     """What upstream's runtime-version rule finds: no ``main`` image, or (when ``override_required``)
     a main image without a semver tag and no ``runtimeVersionOverride``."""
-    found = main_container(component.pod_template)
-    if found is None:
-        yield FieldError(f"{path}.podTemplate.spec.containers", 'has no container named "main" with an image')
-        return
-    index = found[0]
+    missing = list(main_image_problems(component, path))
+    yield from missing
+    if not missing and override_required:
+        yield from _tag_problems(component, path)
+
+
+def _tag_problems(component: SharedComponentSpec, path: str) -> Iterator[FieldError]:
     image = main_image(component)
-    if image is None:
-        yield FieldError(f"{path}.podTemplate.spec.containers[{index}].image", "is required")
-        return
-    if component.runtime_version_override is not None or not override_required:
+    if image is None or component.runtime_version_override is not None:
         return
     tag = image_tag(image)
     if tag is None or not _STRICT_SEMVER.fullmatch(tag):

@@ -59,6 +59,13 @@ def schema_of(model: Any) -> tuple[Schema, Schema]:
     return full, defs
 
 
+#: The hint for a boolean or number where a string belongs.
+_QUOTE_IT = (
+    " (kubectl reads a plain y, n, yes, no, on, off, true, false or number as YAML 1.1 does, not as a "
+    "string: quote the value)"
+)
+
+
 def check(document: Any, model: Any, path: str = "") -> list[FieldError]:
     """Every structural problem of ``document`` against ``model``'s schema, in document order."""
     root, defs = schema_of(model)
@@ -106,7 +113,10 @@ class _Walker:
         if kind is None:
             return  # any JSON value is accepted here
         if not _has_type(value, kind):
-            self.fail(path, f"{show(value)} is not {_JSON_TYPES.get(kind, kind)}")
+            # A boolean or number where a string belongs is most often a plain YAML scalar kubectl reads
+            # as one (`n`, `off`, `1e3`): say how to write the string.
+            quote = _QUOTE_IT if kind == "string" and isinstance(value, bool | int | float) else ""
+            self.fail(path, f"{show(value)} is not {_JSON_TYPES.get(kind, kind)}{quote}")
             return
         if kind == "object":
             self.object(value, schema, path)

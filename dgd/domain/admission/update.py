@@ -7,7 +7,7 @@ new DGD compared with the old one, so the two kinds of errors are never reported
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from msgspec import structs
 
@@ -67,7 +67,12 @@ def validate_update(
     for path, before, after in _surviving_components(old, dgd):
         errors += check_component_update(before, after, path)
         errors += _scaled_replicas(before, after, path, may_scale=may_scale)
-        warnings += _runtime_version_warnings(before, after, path)
+        ratcheted = list(runtime_version_ratchet(before, after, path, override_required=True))
+        # A main image removed is an error (no pod could run); a tag without a version, a warning.
+        errors += [p for p in ratcheted if p.path != f"{path}.runtimeVersionOverride"]
+        warnings += _runtime_version_warnings(
+            p for p in ratcheted if p.path == f"{path}.runtimeVersionOverride"
+        )
     errors.sort(key=document_order)
     return Verdict(errors=errors, warnings=warnings, dgd=None if errors else dgd)
 
@@ -136,9 +141,9 @@ def _scaled_replicas(
         )
 
 
-def _runtime_version_warnings(old: ComponentSpec, new: ComponentSpec, path: str) -> Iterator[FieldError]:
-    """The ratcheted runtime-version rule, as a warning like its create-time form (docs/decisions.md)."""
-    for problem in runtime_version_ratchet(old, new, path, override_required=True):
+def _runtime_version_warnings(problems: Iterable[FieldError]) -> Iterator[FieldError]:
+    """The ratcheted image-tag rule, as a warning like its create-time form (docs/decisions.md)."""
+    for problem in problems:
         yield FieldError(problem.path, f"{problem.message} (upstream admission refuses this change)")
 
 

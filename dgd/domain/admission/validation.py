@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import msgspec
 
-from dgd.domain.admission.components import check_component, runtime_version_warnings
+from dgd.domain.admission.components import check_component, main_image_problems, runtime_version_warnings
 from dgd.domain.admission.defaulting import GROVE_API_VERSION, ORIGIN_VERSION, WORKLOAD_PROVIDER, default_dgd
 from dgd.domain.admission.errors import FieldError, show
 from dgd.domain.admission.lookups import ClusterLookups, lookup_errors
@@ -24,6 +24,7 @@ from dgd.domain.roles import failover_mode, roles, uses_pcsg
 from dgd.domain.semver import parse_lenient
 from dgd.messages.component import ComponentSpec, ProviderOverride
 from dgd.messages.dgd import DynamoGraphDeployment
+from dgd.messages.meta_validation import annotation_problems, label_problems
 
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -84,7 +85,7 @@ def admit(
 
 
 def validate_create(dgd: DynamoGraphDeployment, *, grove_enabled: bool) -> Iterator[FieldError]:
-    """Every create-time problem of a defaulted DGD (the runtime-version rule is a warning, see ``admit``)."""
+    """Every create-time problem of a defaulted DGD (the image-tag rule is a warning, see ``admit``)."""
     return validate_stateless(dgd, grove_enabled=grove_enabled, create=True)
 
 
@@ -111,6 +112,9 @@ def validate_stateless(
             backend=dgd.spec.backend_framework,
         )
         yield from _component_overrides(component, component_path(index), dgd)
+        # On update the image rule is ratcheted instead (update.py): an image already missing stays allowed.
+        if create:
+            yield from main_image_problems(component, component_path(index))
 
 
 def component_path(index: int) -> str:
@@ -135,7 +139,10 @@ def _metadata(dgd: DynamoGraphDeployment) -> Iterator[FieldError]:
         and not _placeholder(meta.namespace)
     ):
         yield FieldError("metadata.namespace", f"{show(meta.namespace)} is not a valid namespace name")
+    # The API server's own rules first: what it refuses never reaches the webhook.
+    yield from (FieldError(field, why) for field, why in label_problems(meta.labels or {}))
     annotations = meta.annotations or {}
+    yield from (FieldError(field, why) for field, why in annotation_problems(annotations))
     origin = annotations.get(ORIGIN_VERSION)
     if origin is not None and parse_lenient(origin) is None:
         yield FieldError(f"metadata.annotations[{ORIGIN_VERSION}]", f"{show(origin)} must be valid semver")

@@ -82,6 +82,25 @@ def test_validate_skips_documents_of_other_api_groups(
     ]
 
 
+@pytest.mark.parametrize(
+    "content", ["", "# only a comment\n", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n"]
+)
+def test_validate_of_a_file_with_no_dgd_says_so_and_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str
+) -> None:
+    # given a file with no DGD in it: empty, only a comment, or only another kind
+    path = tmp_path / "nothing.yaml"
+    path.write_text(content, encoding="utf-8")
+
+    # when it is validated
+    code = main(["validate", "-q", str(path)])
+
+    # then it is an invalid input (README: "no DGD" exits 1), and the last line says why
+    assert code == 1
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last == f"{path}: error: no DGD found: no DynamoGraphDeployment document to check"
+
+
 def test_validate_dash_reads_standard_input(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -104,7 +104,10 @@ def test_main_image_is_required_on_create() -> None:
     verdict = _validate(document)
 
     # then it is refused
-    assert _messages(verdict) == ["spec.podTemplate.spec.containers[0].image: is required"]
+    assert _messages(verdict) == [
+        "spec.podTemplate.spec.containers[0].image: is required: "
+        "the main container must specify a non-empty image"
+    ]
 
 
 def test_main_image_without_semver_tag_needs_no_override() -> None:
@@ -197,7 +200,10 @@ def test_main_image_cannot_be_removed_on_update() -> None:
     verdict = _validate(new, old)
 
     # then it is refused
-    assert _messages(verdict) == ["spec.podTemplate.spec.containers[0].image: is required"]
+    assert _messages(verdict) == [
+        "spec.podTemplate.spec.containers[0].image: is required: "
+        "the main container must specify a non-empty image"
+    ]
 
 
 def test_update_stateless_errors_are_returned_alone() -> None:

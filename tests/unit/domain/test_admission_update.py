@@ -694,7 +694,7 @@ def test_runtime_version_is_ratcheted(old_tag: str, new_tag: str, override: str 
 
 
 def test_main_image_cannot_be_removed_once_set() -> None:
-    """§4.5 rule 3: the image cannot be removed once set (reported as a warning, docs/decisions.md)."""
+    """§4.5 rule 3: the image cannot be removed once set (an error: no pod could run, docs/decisions.md)."""
     # given a worker whose main image is removed
     old, new = _document(), _document()
     del _worker_main(new)["image"]
@@ -702,10 +702,12 @@ def test_main_image_cannot_be_removed_once_set() -> None:
     # when the update is admitted
     verdict = _update(old, new)
 
-    # then it is reported
-    assert [str(w) for w in verdict.warnings] == [
-        f"{WORKER}.podTemplate.spec.containers[0].image: is required (upstream admission refuses this change)"
+    # then it is refused at the field
+    assert [str(e) for e in verdict.errors] == [
+        f"{WORKER}.podTemplate.spec.containers[0].image: is required: the main container must specify a "
+        "non-empty image"
     ]
+    assert verdict.warnings == []
 
 
 # §4.5 rules 4-7: graph-level fields.

@@ -240,23 +240,49 @@ REFUSED_ON_CREATE: dict[str, tuple[Callable[[dict[str, Any]], object], FieldErro
             "semantic-version tag (upstream admission refuses this on create)",
         ),
     ),
+}
+
+#: Worker main containers no pod could run from: refused, naming the field and what it needs.
+WITHOUT_AN_IMAGE: dict[str, tuple[Callable[[dict[str, Any]], object], FieldError]] = {
     # the only container not named main
     "no-main-container": (
         lambda container: container.update(name="engine"),
         FieldError(
             "spec.components[1].podTemplate.spec.containers",
-            'has no container named "main" with an image (upstream admission refuses this on create)',
+            'is required: a container named "main" with a non-empty image (no pod runs without one)',
         ),
     ),
-    # a main container without an image (upstream examples leave it to be filled in): at the image field
+    # a main container without an image, or with an empty one: at the image field
     "main-container-without-image": (
         lambda container: container.pop("image"),
         FieldError(
             "spec.components[1].podTemplate.spec.containers[0].image",
-            "is required (upstream admission refuses this on create)",
+            "is required: the main container must specify a non-empty image",
+        ),
+    ),
+    "main-container-with-an-empty-image": (
+        lambda container: container.update(image=""),
+        FieldError(
+            "spec.components[1].podTemplate.spec.containers[0].image",
+            '"" is not allowed: the main container must specify a non-empty image',
         ),
     ),
 }
+
+
+@pytest.mark.parametrize("case", WITHOUT_AN_IMAGE)
+def test_a_worker_whose_main_container_has_no_image_is_refused(case: str) -> None:
+    # given a worker with no main container image, which the API server would never run a pod of
+    change, error = WITHOUT_AN_IMAGE[case]
+    document = small_dgd()
+    change(document["spec"]["components"][1]["podTemplate"]["spec"]["containers"][0])
+
+    # when it is admitted
+    verdict = admit(document)
+
+    # then it is refused at the field, and no DGD is produced
+    assert verdict.errors == [error]
+    assert verdict.dgd is None
 
 
 @pytest.mark.parametrize("case", REFUSED_ON_CREATE)
