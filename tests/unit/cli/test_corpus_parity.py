@@ -17,20 +17,10 @@ from tests.upstream import UPSTREAM, dgd_files
 CORPUS = Path(__file__).resolve().parents[2] / "corpus" / "invalid"
 #: The line `sim apply` begins with when it refuses its input (not when a DGD it took ends unready).
 SIM_REFUSED = "dgd-operator sim apply: error:"
-#: Corpus cases only the PodTemplateSpec schema (another change) makes `validate` and the cluster refuse.
-NEEDS_SCHEMA = {"pod-template-field-typo", "pod-template-quantity-invalid"}
 
 
 def _corpus() -> list[Any]:
-    reason = "needs the PodTemplateSpec schema (issue 32 defect 2)"
-    return [
-        pytest.param(
-            path,
-            id=path.stem,
-            marks=[pytest.mark.xfail(strict=True, reason=reason)] if path.stem in NEEDS_SCHEMA else [],
-        )
-        for path in sorted(CORPUS.glob("*.yaml"))
-    ]
+    return [pytest.param(path, id=path.stem) for path in sorted(CORPUS.glob("*.yaml"))]
 
 
 def _verdicts(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[bool, bool]:
