@@ -10,7 +10,7 @@ import pytest
 
 from dgd.cluster.errors import AlreadyExists, Conflict, Invalid, NotFound, ServerError
 from dgd.cluster.protocol import Cluster, Preconditions
-from dgd.cluster.resources import CLUSTER_ROLE, CONFIG_MAP, DGD, DGDSA
+from dgd.cluster.resources import CLUSTER_ROLE, CONFIG_MAP, DGD, DGDSA, POD
 from tests.conformance.builders import NS, config_map, dgd
 
 pytestmark = pytest.mark.anyio
@@ -98,6 +98,22 @@ async def test_create_rejects_an_object_that_breaks_its_kind_schema(cluster: Clu
         await cluster.create(DGDSA.as_raw(), body)
 
     assert raised.value.causes[0].field == "spec.replicas"
+
+
+async def test_create_rejects_a_pod_whose_container_has_no_image(cluster: Cluster) -> None:
+    """A Pod's containers need an image: 422 Invalid naming spec.containers[0].image, Required value."""
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "no-image", "namespace": NS},
+        "spec": {"containers": [{"name": "main"}]},
+    }
+
+    with pytest.raises(Invalid) as raised:
+        await cluster.create(POD, body)
+
+    assert [cause.field for cause in raised.value.causes] == ["spec.containers[0].image"]
+    assert "Required value" in str(raised.value)
 
 
 async def test_get_of_a_missing_object_is_not_found(cluster: Cluster) -> None:

@@ -4,7 +4,8 @@ The common ``ObjectMeta`` rules of the real API server (name, namespace, labels,
 finalizers, owner references), the schema of the kinds we model (the msgspec Struct is the same
 model the CRDs are generated from: the server's ``SchemaCheck``, the walk ``validate`` makes over the
 CRD schema, stands in for OpenAPI validation, with ``msgspec.convert`` behind it), and the
-``events.k8s.io/v1`` Event rules. Raw kinds get only the metadata checks.
+``events.k8s.io/v1`` Event rules, and the container rules of a Pod (named, with an image). Other raw
+kinds get only the metadata checks.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import msgspec
 
 from dgd.cluster.errors import Cause, Invalid
-from dgd.cluster.resources import EVENT, Resource
+from dgd.cluster.resources import EVENT, POD, Resource
 from dgd.messages.base import JSONObject, Model
 from dgd.messages.meta_validation import annotation_problems, label_problems, qualified_name
 
@@ -40,6 +41,8 @@ def validate(resource: Resource[Any], data: JSONObject, schema_check: SchemaChec
         causes.extend(_schema_causes(resource, data))
     if (resource.group, resource.plural) == (EVENT.group, EVENT.plural):
         causes.extend(_event_causes(data))
+    if (resource.group, resource.plural) == (POD.group, POD.plural):
+        causes.extend(_pod_causes(data.get("spec") or {}))
     if causes:
         raise invalid(resource, metadata, causes)
 
@@ -105,6 +108,20 @@ def _label_and_annotation_causes(metadata: JSONObject) -> list[Cause]:
     text_annotations = {key: value for key, value in annotations.items() if isinstance(value, str)}
     causes += [Cause(field, why) for field, why in label_problems(text_labels)]
     causes += [Cause(field, why) for field, why in annotation_problems(text_annotations)]
+    return causes
+
+
+def _pod_causes(spec: JSONObject) -> list[Cause]:
+    """The container rules of the real server's Pod validation that a stored Pod can break here:
+    at least one container, and every container (and init container) named and with an image."""
+    if not spec.get("containers"):
+        return [Cause("spec.containers", "Required value")]
+    causes: list[Cause] = []
+    for field in ("initContainers", "containers"):
+        for index, container in enumerate(spec.get(field) or ()):
+            for key in ("name", "image"):
+                if not (isinstance(container, dict) and container.get(key)):
+                    causes.append(Cause(f"spec.{field}[{index}].{key}", "Required value"))
     return causes
 
 

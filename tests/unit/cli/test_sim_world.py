@@ -141,7 +141,7 @@ async def test_sim_world_in_one_namespace_leaves_the_others_alone(tmp_path: Path
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {"name": "p", "namespace": namespace},
-            "spec": {},
+            "spec": {"containers": [{"name": "main", "image": "busybox"}]},
         }
         await server.create(POD, pod)
     kubeconfig = tmp_path / "kubeconfig"
