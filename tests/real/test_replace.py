@@ -94,9 +94,16 @@ async def test_a_replace_without_the_operators_annotations_rolls_the_serving_gen
 
         await eventually(rolled, timeout=240, what="the rollout completed on a new worker hash")
 
-        # and exactly one worker generation is left, the new one, which the status names
+        # and exactly one worker generation is left, the new one, which the status names (the old
+        # DCD is deleted in the reconcile that completes the rollout, but it carries the DCD
+        # controller's finalizer, so it can outlive that status write by a moment)
         dgd = await real.dgd("replaced")
         new_hash = dgd["metadata"]["annotations"][HASH]
+
+        async def one_generation() -> bool:
+            return [d["metadata"]["labels"][WORKER_HASH] for d in await _workers(real)] == [new_hash]
+
+        await eventually(one_generation, timeout=60, what="only the new worker generation is left")
         workers = await _workers(real)
         assert [d["metadata"]["labels"][WORKER_HASH] for d in workers] == [new_hash]
         assert dgd["status"]["components"][WORKER]["componentNames"] == [workers[0]["metadata"]["name"]]

@@ -357,7 +357,9 @@ class Syncer:
             uid=metadata.get("uid"), resource_version=metadata.get("resourceVersion") if unchanged else None
         )
         try:
-            await self._cluster.delete(resource.as_raw().key(namespace, name), preconditions=preconditions)
+            left = await self._cluster.delete(
+                resource.as_raw().key(namespace, name), preconditions=preconditions
+            )
         except NotFound:
             self._cache.forget(resource, namespace, name)
             return False
@@ -370,7 +372,13 @@ class Syncer:
                 owner, events.write_failed("Delete", resource.kind, namespace, name, str(error))
             )
             raise
-        self._cache.forget(resource, namespace, name)
+        if left is None:
+            self._cache.forget(resource, namespace, name)
+        else:
+            # Finalizers hold it: it still exists, now with a deletionTimestamp, and a reconcile that
+            # runs before its watch event must see it so (a rollout is not complete while an old
+            # generation is still being deleted).
+            self._cache.observe(resource, left)
         record = event(live) if event is not None else events.deleted(resource.kind, namespace, name, why)
         await self._announce(owner, record, "delete", resource, namespace, name, why or record.note)
         return True

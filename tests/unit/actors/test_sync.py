@@ -1,93 +1,23 @@
 """The Syncer's verbs write one child each, keep the cache no older than the write, and record an event
-only for a write that changed something (a Warning for one refused); the Reader's extra reads."""
+only for a write that changed something (a Warning for one refused)."""
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 import pytest
 
-from dgd.actors.machinery.cache import Cache
-from dgd.actors.machinery.events import Recorder
-from dgd.actors.machinery.reader import Reader
-from dgd.actors.machinery.sync import Syncer, owner_reference
 from dgd.cluster.errors import NotFound, ServerError
-from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.memory.faults import Fail
-from dgd.cluster.resources import CONFIG_MAP, DGD, PCLQ, SERVICE
+from dgd.cluster.resources import CONFIG_MAP, PCLQ
 from dgd.domain.events import EventRecord
 from dgd.domain.sync import LAST_APPLIED_HASH
-from dgd.messages.dgd import DynamoGraphDeployment
 from dgd.messages.meta import identity
+from tests.unit.actors.sync_world import NS, World, world
 
 pytestmark = pytest.mark.anyio
 
-NS = "team-a"
-
-
-class Told(Recorder):
-    """A recorder that keeps what it is told (what the Syncer records), instead of posting it."""
-
-    def __init__(self, cluster: MemoryCluster) -> None:
-        super().__init__(cluster, instance="test", now=lambda: 0.0)
-        self.records: list[EventRecord] = []
-
-    async def emit(self, dgd: DynamoGraphDeployment, record: EventRecord) -> None:
-        self.records.append(record)
-
-    def notes(self) -> list[tuple[str, str, str]]:
-        return [(r.type, r.reason, r.note) for r in self.records]
-
-
-class World:
-    """A memory cluster with one DGD, a cache that holds ConfigMaps, Services and PodCliques (listed
-    and synced, as informers leave them), and the Syncer and Reader over them."""
-
-    def __init__(self) -> None:
-        self.cluster = MemoryCluster(clock=lambda: 0.0, rng=random.Random(1), namespaces=(NS,))
-        self.cache = Cache()
-        for resource in (CONFIG_MAP, SERVICE, PCLQ):
-            self.cache.serve(resource)
-            self.cache.replace(resource, [])
-        self.recorder = Told(self.cluster)
-        self.syncer = Syncer(self.cluster, self.cache, self.recorder)
-        self.reader = Reader(self.cluster, self.cache)
-        self.dgd: DynamoGraphDeployment
-
-    async def start(self) -> World:
-        body = {
-            "apiVersion": "nvidia.com/v1beta1",
-            "kind": "DynamoGraphDeployment",
-            "metadata": {"name": "demo", "namespace": NS},
-            "spec": {"components": []},
-        }
-        await self.cluster.create(DGD.as_raw(), body)
-        self.dgd = await self.cluster.get(DGD.key(NS, "demo"))
-        return self
-
-    async def config_map(self, name: str, *, owned: bool = True, app: str = "demo") -> dict[str, Any]:
-        """A ConfigMap labelled ``app``, created behind the operator's back (not in its cache)."""
-        metadata: dict[str, Any] = {"name": name, "namespace": NS, "labels": {"app": app}}
-        if owned:
-            metadata["ownerReferences"] = [owner_reference(self.dgd)]
-        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": {"a": "1"}}
-        created: dict[str, Any] = await self.cluster.create(CONFIG_MAP, body)
-        return created
-
-    async def clique(self, name: str, replicas: int) -> Any:
-        body = {
-            "apiVersion": "grove.io/v1alpha1",
-            "kind": "PodClique",
-            "metadata": {"name": name, "namespace": NS},
-            "spec": {"roleName": "worker", "replicas": replicas, "podSpec": {"containers": []}},
-        }
-        return await self.cluster.create(PCLQ.as_raw(), body)
-
-
-@pytest.fixture
-async def world() -> World:
-    return await World().start()
+__all__ = ["world"]
 
 
 # scale
@@ -265,6 +195,25 @@ async def test_delete_of_an_object_gone_already_says_so_without_an_event(world: 
     assert world.recorder.records == []
 
 
+async def test_a_delete_that_finalizers_hold_leaves_the_object_in_the_cache_as_deleting(world: World) -> None:
+    # given a ConfigMap with a finalizer, in the cache
+    body = await world.config_map("held")
+    body["metadata"]["finalizers"] = ["example.com/hold"]
+    live = await world.cluster.replace(CONFIG_MAP, body)
+    world.cache.observe(CONFIG_MAP, live)
+
+    # when it is deleted
+    deleted = await world.syncer.delete(CONFIG_MAP, live, owner=world.dgd, why="asked")
+
+    # then the call deleted it, and the cache, before any watch event, shows it still there, deleting
+    assert deleted is True
+    cached = world.cache.get(CONFIG_MAP, NS, "held")
+    assert cached is not None and cached["metadata"].get("deletionTimestamp")
+    assert [(r.reason, r.note) for r in world.recorder.records] == [
+        ("DeleteConfigMap", "Deleted ConfigMap team-a/held: asked")
+    ]
+
+
 async def test_prune_deletes_only_what_the_owner_controls_and_does_not_keep(world: World) -> None:
     # given three ConfigMaps the DGD controls (one kept) and one it does not, all in the cache
     for name, owned in (("a", True), ("b", True), ("kept", True), ("foreign", False)):
@@ -301,51 +250,6 @@ async def test_refresh_reads_the_server_and_records_the_answer_in_the_cache(worl
     assert fresh == live
     assert world.cache.version(CONFIG_MAP, NS, "demo-config") == identity(live)[2]
     assert await world.syncer.refresh(CONFIG_MAP.key(NS, "missing")) is None
-
-
-# the Reader's extra reads
-
-
-async def test_labelled_reads_the_cache_when_it_holds_the_kind(world: World) -> None:
-    # given two ConfigMaps in the cache, one labelled, and a third only on the server
-    for name, app in (("mine", "demo"), ("other", "other")):
-        world.cache.observe(CONFIG_MAP, await world.config_map(name, app=app))
-    await world.config_map("unseen", app="demo")
-
-    # when the labelled ones are read
-    found = await world.reader.labelled(CONFIG_MAP, NS, {"app": "demo"})
-
-    # then only the cached, labelled one is found; a fresh read asks the server
-    assert [c["metadata"]["name"] for c in found] == ["mine"]
-    fresh = await world.reader.labelled(CONFIG_MAP, NS, {"app": "demo"}, fresh=True)
-    assert sorted(c["metadata"]["name"] for c in fresh) == ["mine", "unseen"]
-
-
-async def test_labelled_lists_the_server_with_the_selector_for_a_kind_not_cached(world: World) -> None:
-    # given a reader whose cache holds no ConfigMaps, and two on the server
-    reader = Reader(world.cluster, Cache())
-    await world.config_map("mine", app="demo")
-    await world.config_map("other", app="other")
-
-    # when the labelled ones are read
-    found = await reader.labelled(CONFIG_MAP, NS, {"app": "demo"})
-
-    # then the server answered with just the labelled one
-    assert [c["metadata"]["name"] for c in found] == ["mine"]
-
-
-async def test_watches_only_a_kind_whose_informer_listed_it(world: World) -> None:
-    # given a cache serving ConfigMaps (listed) and Secrets (not listed yet)
-    cache = Cache()
-    cache.serve(CONFIG_MAP)
-    cache.replace(CONFIG_MAP, [])
-    cache.serve(DGD)
-    reader = Reader(world.cluster, cache)
-
-    # then only the listed kind is answered by the cache alone
-    assert reader.watches(CONFIG_MAP)
-    assert not reader.watches(DGD)
-    assert not reader.watches(SERVICE)
 
 
 # the event rules of sync and replace
