@@ -10,6 +10,8 @@
     │   └── <ns>/<name>@parked     while that actor is parked: its stand-in, which says so and ends
     ├── adapters                   the DGDSA controller
     │   └── <namespace>/<name>     AdapterActor (transient): adapter replicas -> DGD component
+    ├── dcds                       the DCD controller (when ``dcd_controller``)
+    │   └── <namespace>/<name>     DCDActor (transient): DCD -> Deployment, Services, Ingress
     ├── router                     watch event -> DGD or adapter key -> nudge; starts and stops them
     └── informers                  one informer per watched kind (list+watch -> cache)
 
@@ -23,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+from dgd.actors.dcd.actor import DCDActor
+from dgd.actors.dcd.writer import DCDWriter
 from dgd.actors.dgd.actor import DGDActor
 from dgd.actors.dgd.writer import DGDWriter
 from dgd.actors.dgdsa.actor import AdapterActor
@@ -40,6 +44,7 @@ from dgd.cluster.resources import (
     CHECKPOINT,
     CONFIG_MAP,
     DCD,
+    DEPLOYMENT,
     DESTINATION_RULE,
     DGD,
     DGDSA,
@@ -55,6 +60,7 @@ from dgd.cluster.resources import (
     SERVICE_ACCOUNT,
     Resource,
 )
+from dgd.domain.gates import gates_of
 from dgd.domain.metadata_keys import COMPONENT_TYPE, GRAPH_NAME, SELECTOR
 from dgd.domain.render.ssh_keys import KeySource
 from dgd.messages.component import WORKER_TYPES
@@ -76,6 +82,7 @@ OPERATOR = "/operator"
 EVENTS = "/events"
 DGDS = f"{OPERATOR}/dgds"
 ADAPTERS = f"{OPERATOR}/adapters"
+DCDS = f"{OPERATOR}/dcds"
 ROUTER = f"{OPERATOR}/router"
 #: The suffix of the id of a parked actor's stand-in (``Reconciler.on_start``), beside it.
 PARKED = "@parked"
@@ -107,6 +114,8 @@ ISTIO_WATCHED: tuple[Resource[Any], ...] = (DESTINATION_RULE,)
 #: Watched when the DRA gate is on: the GPU memory service's ResourceClaimTemplates (a DGD's own map to it
 #: through their controller reference; dgd-domain §16 lists them among the DRA watches).
 DRA_WATCHED: tuple[Resource[Any], ...] = (RESOURCE_CLAIM_TEMPLATE,)
+#: Watched when the DCD controller runs: the workloads it writes (Services and Ingresses are already).
+DCD_WATCHED: tuple[Resource[Any], ...] = (DEPLOYMENT,)
 
 #: DGD and adapter actors (one per object) each have their own restart budget: one over it is parked
 #: (restarted after a backoff that grows to 1,000 s, or at once on a spec change), never escalated, so
@@ -116,13 +125,13 @@ DGDS_SUPERVISION = Supervision(
 )
 
 
-def watched(config: OperatorConfig) -> tuple[Resource[Any], ...]:
-    """The kinds this configuration's operator watches."""
+def watched(config: OperatorConfig, *, dcd_controller: bool = False) -> tuple[Resource[Any], ...]:
+    """The kinds this configuration's operator watches (and its DCD controller, when it runs)."""
     grove = GROVE_WATCHED if config.orchestrators.grove.enabled is True else ()
     checkpoints = CHECKPOINT_WATCHED if config.checkpoint.enabled is True else ()
     istio = ISTIO_WATCHED if config.service_mesh.enabled is True else ()
     dra = DRA_WATCHED if config.dra.enabled is True else ()
-    return WATCHED + grove + checkpoints + istio + dra
+    return WATCHED + grove + checkpoints + istio + dra + (DCD_WATCHED if dcd_controller else ())
 
 
 def operator_children(
@@ -140,6 +149,8 @@ def operator_children(
     adapter_workers: Workers | None = None,
     on_rejected: Callable[[str], None] | None = None,
     on_events_dropped: Callable[[str], None] | None = None,
+    dcd_controller: bool = False,
+    dcd_workers: Workers | None = None,
 ) -> Sequence[ChildSpec[Any]]:
     """The operator's actor tree (see the module); ``wall`` gives seconds since the epoch for
     timestamps; ``keys`` makes the MPI SSH key pair when the cluster has none (the daemon's and the
@@ -150,19 +161,26 @@ def operator_children(
     restricted-mode switch). ``workers`` bounds the DGD reconciles that run at once, and
     ``adapter_workers`` the scaling adapters' (default: no bound). ``on_rejected`` hears the kind
     of every object an informer cannot decode (the daemon's metrics), ``on_events_dropped`` why each
-    event the poster dropped was dropped."""
+    event the poster dropped was dropped. ``dcd_controller``: run the DCD controller too (its
+    reconciles bounded by ``dcd_workers``); off, the DCDs are left to another controller (upstream's,
+    during a switch-over, or the simulated world's)."""
     if namespaces and not config.namespace.restricted:
         raise ValueError("namespaces given in cluster-wide mode: set namespace.restricted as well")
     scopes = tuple(namespaces) or ((config.namespace.restricted,) if config.namespace.restricted else None)
     wiring = _Wiring(
         cluster, cache if cache is not None else Cache(), config=config, wall=wall, instance=instance,
         keys=keys, reconciles=reconciles, workers=workers, adapter_workers=adapter_workers,
-        on_rejected=on_rejected, on_events_dropped=on_events_dropped,
+        on_rejected=on_rejected, on_events_dropped=on_events_dropped, dcd_controller=dcd_controller,
+        dcd_workers=dcd_workers,
     )  # fmt: skip
     return [
         # Events are posted beside the operator, so a restart of either leaves the other alone.
         ChildSpec(EVENTS[1:], wiring.recorder.poster, Restart.PERMANENT, shutdown=5.0),
-        ChildSpec(OPERATOR[1:], lambda: wiring.operator(watched(config), scopes, resync), shutdown=60.0),
+        ChildSpec(
+            OPERATOR[1:],
+            lambda: wiring.operator(watched(config, dcd_controller=dcd_controller), scopes, resync),
+            shutdown=60.0,
+        ),
     ]
 
 
@@ -193,8 +211,11 @@ class _Wiring:
         adapter_workers: Workers | None,
         on_rejected: Callable[[str], None] | None,
         on_events_dropped: Callable[[str], None] | None = None,
+        dcd_controller: bool = False,
+        dcd_workers: Workers | None = None,
     ) -> None:
         self.cluster, self.cache, self.config, self.wall = cluster, cache, config, wall
+        self.dcd_controller, self.dcd_workers = dcd_controller, dcd_workers
         self.instance, self.keys, self.reconciles, self.workers = instance, keys, reconciles, workers
         self.adapter_workers = adapter_workers
         self.on_rejected = on_rejected
@@ -202,8 +223,9 @@ class _Wiring:
         self.recorder = Recorder(cluster, instance=instance, now=wall, on_dropped=on_events_dropped)
         self.syncer = Syncer(cluster, cache, self.recorder)
         self.dgd_writer = DGDWriter(cluster, cache)
+        self.dcd_writer = DCDWriter(cluster, cache)
         # Each object's reconcile backoff outlives its actor's restarts (and the operator supervisor's).
-        self.dgd_retries, self.adapter_retries = Retries(), Retries()
+        self.dgd_retries, self.adapter_retries, self.dcd_retries = Retries(), Retries(), Retries()
 
     def operator(
         self, kinds: Sequence[Resource[Any]], scopes: Sequence[str] | None, resync: float | None
@@ -214,6 +236,7 @@ class _Wiring:
             return Router(
                 cache=self.cache, dgds=DGDS, spawn=self.dgd_actor, adapters=ADAPTERS,
                 spawn_adapter=self.adapter_actor, informers={str(k) for k in kinds}, resync=resync,
+                dcds=DCDS if self.dcd_controller else None, spawn_dcd=self.dcd_actor,
             )  # fmt: skip
 
         def informers() -> Supervisor:
@@ -224,16 +247,21 @@ class _Wiring:
             [
                 ChildSpec("dgds", lambda: self.objects_supervisor("dgd"), shutdown=30.0),
                 ChildSpec("adapters", lambda: self.objects_supervisor("adapter"), shutdown=15.0),
+                *(
+                    [ChildSpec("dcds", lambda: self.objects_supervisor("dcd"), shutdown=15.0)]
+                    if self.dcd_controller
+                    else []
+                ),
                 ChildSpec("router", router),
                 ChildSpec("informers", informers, shutdown=5.0),
             ],
             Supervision(Strategy.REST_FOR_ONE, intensity=10, period=60.0),
         )
 
-    def objects_supervisor(self, kind: Literal["dgd", "adapter"]) -> DynamicSupervisor:
-        """The supervisor of the DGD or adapter actors: one it parks is reported by a stand-in of the
-        same class beside it, which says so through that controller's own status path and ends."""
-        spawn = self.dgd_actor if kind == "dgd" else self.adapter_actor
+    def objects_supervisor(self, kind: Literal["dgd", "adapter", "dcd"]) -> DynamicSupervisor:
+        """The supervisor of the DGD, adapter or DCD actors: one it parks is reported by a stand-in of
+        the same class beside it, which says so through that controller's own status path and ends."""
+        spawn = {"dgd": self.dgd_actor, "adapter": self.adapter_actor, "dcd": self.dcd_actor}[kind]
 
         def parked(context: Context[Any], actor_id: str, retry_in: float) -> None:
             namespace, _, name = actor_id.partition("/")
@@ -262,6 +290,19 @@ class _Wiring:
                 namespace, name, cluster=self.cluster, cache=self.cache, wall=self.wall,
                 recorder=self.recorder, retries=self.adapter_retries, reconciles=self.reconciles,
                 workers=self.adapter_workers, parked_for=parked_for,
+            )  # fmt: skip
+
+        return _object_spec(namespace, name, build, parked_for)
+
+    def dcd_actor(self, namespace: str, name: str, *, parked_for: float | None = None) -> ChildSpec[Any]:
+        """The DCD actor of ``namespace/name``, or (``parked_for``) the stand-in of a parked one."""
+
+        def build() -> DCDActor:
+            return DCDActor(
+                namespace, name, reader=self.reader, syncer=self.syncer, writer=self.dcd_writer,
+                recorder=self.recorder, config=self.config, gates=gates_of(self.config), wall=self.wall,
+                retries=self.dcd_retries, reconciles=self.reconciles, workers=self.dcd_workers,
+                parked_for=parked_for,
             )  # fmt: skip
 
         return _object_spec(namespace, name, build, parked_for)

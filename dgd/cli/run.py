@@ -167,6 +167,7 @@ def options(args: argparse.Namespace) -> Options:
         shutdown_timeout=shutdown,
         namespaces=namespaces,
         max_concurrent_reconciles=args.max_concurrent_reconciles,
+        dcd_controller=args.dcd_controller,
         webhooks=webhook_settings(args, lease_namespace),
         metrics_secure=metrics_secure,
         metrics_cert_dir=metrics_cert_dir,

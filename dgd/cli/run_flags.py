@@ -41,6 +41,13 @@ def add_cluster_flags(cluster: Any) -> None:
         help="how many DGDs are reconciled at once; the others wait their turn, DGDs reconciled before "
         f"ahead of new ones, otherwise first come first served (default {DEFAULT_WORKERS})",
     )
+    cluster.add_argument(
+        "--dcd-controller",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="also run the DynamoComponentDeployment controller (DCDs to Deployments, Services and "
+        "Ingresses; in preview, so off by default: upstream's operator, or `sim world`, runs the DCDs)",
+    )
     cluster.add_argument("--config", metavar="FILE", type=Path, help="operator configuration file (YAML)")
 
 

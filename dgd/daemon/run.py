@@ -79,6 +79,8 @@ class DaemonSettings(msgspec.Struct, frozen=True, kw_only=True):
     namespaces: tuple[str, ...] = ()
     #: How many DGD reconciles run at once (the others wait their turn: ``Workers``).
     max_concurrent_reconciles: int = DEFAULT_WORKERS
+    #: Whether this process runs the DCD controller too (``--dcd-controller``).
+    dcd_controller: bool = False
     #: The admission and conversion webhooks (``None``: not served).
     webhooks: WebhookSettings | None = None
     #: ``/metrics`` over HTTPS to authorised scrapers only (``dgd.daemon.metrics_serving``); ``False``:
@@ -288,6 +290,7 @@ class Daemon:
         # Each controller has its own pool of workers (controller-runtime's MaxConcurrentReconciles).
         workers = Workers(self.settings.max_concurrent_reconciles)
         adapter_workers = Workers(self.settings.max_concurrent_reconciles)
+        dcd_workers = Workers(self.settings.max_concurrent_reconciles)
         children = operator_children(
             cluster,
             config=self._config,
@@ -302,6 +305,8 @@ class Daemon:
             adapter_workers=adapter_workers,
             on_rejected=self.metrics.undecodable,
             on_events_dropped=self.metrics.event_dropped,
+            dcd_controller=self.settings.dcd_controller,
+            dcd_workers=dcd_workers,
         )
         system = self.system = ActorSystem(
             children,
@@ -311,7 +316,8 @@ class Daemon:
             shutdown_timeout=self.settings.shutdown_timeout,
         )
         self.metrics.bind(system, workers)
-        self.health.operator_started([str(r) for r in watched(self._config)], cache.all_synced)
+        kinds = watched(self._config, dcd_controller=self.settings.dcd_controller)
+        self.health.operator_started([str(r) for r in kinds], cache.all_synced)
         try:
             async with system:
                 self.health.role = Role.LEADER

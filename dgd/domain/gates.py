@@ -120,3 +120,17 @@ def effective_config(config: OperatorConfig, gates: Gates) -> OperatorConfig:
         service_mesh=structs.replace(config.service_mesh, enabled=gates.istio),
         checkpoint=structs.replace(config.checkpoint, enabled=gates.checkpoint),
     )
+
+
+def gates_of(config: OperatorConfig) -> Gates:
+    """The gates an *effective* configuration (``effective_config``) resolved to."""
+    orchestrators = config.orchestrators
+    return Gates(
+        grove=orchestrators.grove.enabled is True,
+        lws=orchestrators.lws.enabled is True,
+        volcano_scheduler=orchestrators.volcano_scheduler.enabled is True,
+        kai_scheduler=orchestrators.kai_scheduler.enabled is True,
+        dra=config.dra.enabled is True,
+        istio=config.service_mesh.enabled is True,
+        checkpoint=config.checkpoint.enabled is True,
+    )

@@ -1,4 +1,4 @@
-"""Events about DGDs and adapters, posted by an actor of their own (``events.k8s.io/v1``).
+"""Events about DGDs, DCDs and adapters, posted by an actor of their own (``events.k8s.io/v1``).
 
 ``Recorder.emit`` never waits for the API server: it builds the Event and tells the ``EventPoster``
 actor, which posts events in the order they were told, one at a time, off every reconcile's path —
@@ -21,11 +21,11 @@ from collections.abc import Callable
 
 import msgspec
 
+from dgd.actors.machinery.owners import Owner, kind_of
 from dgd.cluster.errors import ClusterError
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import EVENT
 from dgd.domain.events import EventRecord
-from dgd.messages.dgd import API_VERSION, KIND, DynamoGraphDeployment
 from dgd.messages.meta import Event, EventSeries, ObjectMeta, ObjectReference
 from dgd.messages.timestamps import rfc3339_micro
 from dgd.runtime import Actor, MailboxConfig, MailboxFull, Overflow, Ref
@@ -42,11 +42,12 @@ SERIES_FLUSH = 30.0
 QUEUE = 10_000
 
 
-def reference(dgd: DynamoGraphDeployment) -> ObjectReference:
-    """The ``regarding`` reference of an event about ``dgd``."""
-    meta = dgd.metadata
+def reference(owner: Owner) -> ObjectReference:
+    """The ``regarding`` reference of an event about ``owner``."""
+    meta = owner.metadata
+    kind = kind_of(owner)
     return ObjectReference(
-        api_version=API_VERSION, kind=KIND, name=meta.name, namespace=meta.namespace, uid=meta.uid
+        api_version=kind.API_VERSION, kind=kind.KIND, name=meta.name, namespace=meta.namespace, uid=meta.uid
     )
 
 
@@ -167,9 +168,9 @@ class Recorder:
         """The actor that posts this recorder's events (for the operator tree)."""
         return EventPoster(self._cluster, self)
 
-    async def emit(self, dgd: DynamoGraphDeployment, record: EventRecord) -> None:
-        """Tell the poster one event about ``dgd`` (returns at once)."""
-        self.emit_regarding(dgd.metadata.namespace, reference(dgd), record)
+    async def emit(self, owner: Owner, record: EventRecord) -> None:
+        """Tell the poster one event about ``owner`` (a DGD or a DCD; returns at once)."""
+        self.emit_regarding(owner.metadata.namespace, reference(owner), record)
 
     def emit_regarding(self, namespace: str | None, regarding: ObjectReference, record: EventRecord) -> None:
         """Tell the poster one event about the object ``regarding`` names (returns at once)."""

@@ -44,6 +44,7 @@ Result = Literal["success", "requeue_after", "requeue", "error"]
 
 DGD_CONTROLLER = "dynamographdeployment"
 ADAPTER_CONTROLLER = "dynamographdeploymentscalingadapter"
+DCD_CONTROLLER = "dynamocomponentdeployment"
 
 
 class ReconcileObserver(Protocol):

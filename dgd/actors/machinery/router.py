@@ -24,15 +24,17 @@ from dgd.actors.machinery.cache import Cache
 from dgd.actors.machinery.informer import Observed, Synced
 from dgd.actors.machinery.loop import Nudge
 from dgd.actors.machinery.routes import (
+    DCD_CHILD_ROUTES,
     OWNED,
     ROUTES,
     adapter_nudges,
     adapters_concerned,
+    controlling_dcd,
     controlling_dgd,
     dgd_nudges,
     object_key,
 )
-from dgd.cluster.resources import DGD, DGDSA
+from dgd.cluster.resources import DCD, DGD, DGDSA
 from dgd.runtime import (
     Actor,
     ChildIds,
@@ -87,10 +89,14 @@ class Router(Actor[RouterMessage]):
         spawn_adapter: Spawn,
         informers: Set[str],
         resync: float | None = DEFAULT_RESYNC,
+        dcds: str | None = None,
+        spawn_dcd: Spawn | None = None,
     ) -> None:
         self._cache = cache
         self._dgds = ObjectActors(dgds, spawn)
         self._adapters = ObjectActors(adapters, spawn_adapter)
+        #: The DCD controller's actors, when this operator runs it.
+        self._dcds = ObjectActors(dcds, spawn_dcd) if dcds is not None and spawn_dcd is not None else None
         self._informers = frozenset(informers)
         self._resync = resync
         self._live = False
@@ -116,9 +122,12 @@ class Router(Actor[RouterMessage]):
                     await self._route(resource, event_type, old, new, relisted)
             case Resync():
                 self._schedule_resync()
-                for family in (self._dgds, self._adapters):
+                for family in self._families():
                     for actor_id in sorted(family.running):
                         self._nudge(family, actor_id)
+
+    def _families(self) -> list[ObjectActors]:
+        return [self._dgds, self._adapters, *([self._dcds] if self._dcds is not None else [])]
 
     def _all_synced(self) -> bool:
         return all(self._cache.synced_id(rid) for rid in self._informers)
@@ -129,6 +138,8 @@ class Router(Actor[RouterMessage]):
         await self._rebuild(self._dgds, {object_key(d) for d in self._cache.list(DGD)})
         adapters = self._cache.list(DGDSA) if self._cache.caches(DGDSA) else []
         await self._rebuild(self._adapters, {object_key(a) for a in adapters})
+        if self._dcds is not None:
+            await self._rebuild(self._dcds, {object_key(d) for d in self._cache.list(DCD)})
 
     async def _rebuild(self, family: ObjectActors, wanted: set[str]) -> None:
         running: ChildIds = await self._supervisor(family).ask(WhichChildren())
@@ -148,6 +159,8 @@ class Router(Actor[RouterMessage]):
         if resource == str(DGDSA):
             await self._route_adapter(event_type, old, new, relisted)
             return
+        if self._dcds is not None:
+            await self._route_to_dcd(self._dcds, resource, event_type, old, new, relisted)
         route = ROUTES.get(resource, OWNED)
         # A change found by a re-list hides the events before it: it always nudges.
         if not relisted and not route.nudges(event_type, old, new):
@@ -169,6 +182,27 @@ class Router(Actor[RouterMessage]):
         if self._cache.caches(DGDSA) and adapters_concerned(event_type, old, new):
             for adapter in self._cache.referring(DGDSA, new.metadata.namespace, new.metadata.name):
                 self._nudge_if_running(self._adapters, object_key(adapter))
+
+    async def _route_to_dcd(
+        self, dcds: ObjectActors, resource: str, event_type: str, old: Any, new: Any, relisted: bool
+    ) -> None:
+        """The DCD controller's share of an event: a DCD's own, or one of a child a DCD controls."""
+        if resource == str(DCD):
+            actor_id = object_key(new)
+            if event_type == "DELETED":
+                await self._stop(dcds, actor_id)
+            elif actor_id not in dcds.running:
+                await self._ensure(dcds, actor_id)
+            elif relisted or dgd_nudges(event_type, old, new):
+                self._nudge(dcds, actor_id)
+                await self._resume_if_respecified(dcds, actor_id, old, new)
+            return
+        nudges = DCD_CHILD_ROUTES.get(resource)
+        if nudges is None or not (relisted or nudges(event_type, old, new)):
+            return
+        owner = controlling_dcd(new)
+        if owner is not None:
+            self._nudge_if_running(dcds, f"{owner[0]}/{owner[1]}")
 
     async def _route_adapter(self, event_type: str, old: Any, new: Any, relisted: bool) -> None:
         actor_id = object_key(new)

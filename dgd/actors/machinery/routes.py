@@ -23,6 +23,13 @@ Which events nudge a DGD actor (the watch predicates):
   changes its membership labels or whether it has ended; mapped through its DGD-name label.
 * Anything a re-list found changed (the informer missed events while it was not watching).
 
+Which events nudge a DCD actor (the DCD controller's predicates, dcd-controller §2.8):
+
+* DynamoComponentDeployment: first sight; a ``generation`` change or a newly set deletionTimestamp;
+  deletion stops its actor.
+* Deployment it controls: updates and deletions, not creations.
+* Service and Ingress it controls: creations, deletions, and ``generation`` changes.
+
 Which events nudge an adapter actor:
 
 * DynamoGraphDeploymentScalingAdapter: first sight (which starts it) and a ``generation`` change
@@ -39,9 +46,10 @@ from typing import Any
 import msgspec
 
 from dgd.actors.machinery.cache import Cache
-from dgd.cluster.resources import CHECKPOINT, DCD, PCLQ, PCS, PCSG, POD
+from dgd.cluster.resources import CHECKPOINT, DCD, DEPLOYMENT, INGRESS, PCLQ, PCS, PCSG, POD, SERVICE
 from dgd.domain.checkpoint import AUTO as AUTO_CHECKPOINT
 from dgd.domain.metadata_keys import GRAPH_NAME, SELECTOR
+from dgd.messages import dcd as dcd_messages
 from dgd.messages import dgd as dgd_messages
 from dgd.messages import grove
 from dgd.messages.meta import controller_of, identity, labels_of
@@ -57,6 +65,10 @@ def _controller(obj: Any, kind: str, group: str) -> tuple[str, str] | None:
 
 def controlling_dgd(obj: Any, cache: Cache) -> tuple[str, str] | None:
     return _controller(obj, dgd_messages.KIND, dgd_messages.GROUP)
+
+
+def controlling_dcd(obj: Any) -> tuple[str, str] | None:
+    return _controller(obj, dcd_messages.KIND, dcd_messages.GROUP)
 
 
 def _labelled_dgd(obj: Any, cache: Cache) -> tuple[str, str] | None:
@@ -193,3 +205,20 @@ def adapter_nudges(old: Any, new: Any) -> bool:
 def object_key(obj: Any) -> str:
     namespace, name, _ = identity(obj)
     return f"{namespace}/{name}"
+
+
+def _generation_changed(event_type: str, old: Any, new: Any) -> bool:
+    """controller-runtime's ``GenerationChangedPredicate`` over raw objects."""
+    if event_type != "MODIFIED" or old is None:
+        return True
+    return bool(
+        (old.get("metadata") or {}).get("generation") != (new.get("metadata") or {}).get("generation")
+    )
+
+
+#: The DCD controller's watches of the children a DCD controls: which events nudge it.
+DCD_CHILD_ROUTES: dict[str, Callable[[str, Any, Any], bool]] = {
+    str(DEPLOYMENT): _changed_or_deleted,
+    str(SERVICE): _generation_changed,
+    str(INGRESS): _generation_changed,
+}

@@ -32,6 +32,7 @@ import msgspec
 
 from dgd.actors.machinery.cache import Cache
 from dgd.actors.machinery.events import Recorder
+from dgd.actors.machinery.owners import Owner, owner_reference
 from dgd.actors.machinery.reader import Reader
 from dgd.cluster.errors import AlreadyExists, ClusterError, Conflict, NotFound
 from dgd.cluster.protocol import Cluster, Preconditions
@@ -40,7 +41,7 @@ from dgd.domain import events
 from dgd.domain.events import EventRecord
 from dgd.domain.pod_merge import JSON
 from dgd.domain.sync import Create, Keep, Patch, is_stale, plan_sync
-from dgd.messages.dgd import API_VERSION, KIND, DynamoGraphDeployment
+from dgd.messages.dgd import DynamoGraphDeployment
 from dgd.messages.meta import identity
 
 T = TypeVar("T")
@@ -53,18 +54,6 @@ RENDERED_MISSING = "rendered and not found"
 
 #: What to record about the object a verb wrote (or deleted), instead of the verb's own event.
 Announce = Callable[[T], EventRecord]
-
-
-def owner_reference(dgd: DynamoGraphDeployment) -> JSON:
-    """The controller owner reference every child of ``dgd`` carries."""
-    return {
-        "apiVersion": API_VERSION,
-        "kind": KIND,
-        "name": dgd.metadata.name,
-        "uid": dgd.metadata.uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
 
 
 def as_json(obj: Any) -> JSON:
@@ -93,7 +82,7 @@ class _Turns:
 
 
 class Syncer:
-    """Writes children of DGDs: SyncResource, deletion of children no longer rendered, plain creates."""
+    """Writes children of DGDs and DCDs: SyncResource, deletion of what is no longer rendered, creates."""
 
     def __init__(self, cluster: Cluster, cache: Cache, recorder: Recorder) -> None:
         self._cluster = cluster
@@ -124,9 +113,7 @@ class Syncer:
             if not turns.users:
                 del self._turns[key]
 
-    async def sync(
-        self, resource: Resource[T], desired: JSON, live: T | None, *, owner: DynamoGraphDeployment
-    ) -> T:
+    async def sync(self, resource: Resource[T], desired: JSON, live: T | None, *, owner: Owner) -> T:
         """Make the child ``desired`` names match it, given ``live`` as last observed."""
         namespace, name, _ = identity(desired)
         if live is not None and self._cache.slims(resource) and is_stale(desired, as_json(live)):
@@ -165,7 +152,7 @@ class Syncer:
         resource: Resource[T],
         body: JSON,
         *,
-        owner: DynamoGraphDeployment,
+        owner: Owner,
         event: Announce[T] | None = None,
         why: str = MISSING,
     ) -> T | None:
@@ -183,7 +170,7 @@ class Syncer:
         self,
         resource: Resource[T],
         body: JSON,
-        owner: DynamoGraphDeployment,
+        owner: Owner,
         event: Announce[T] | None = None,
         *,
         why: str,
@@ -209,7 +196,7 @@ class Syncer:
         self._cache.observe(key.resource, fresh)
         return fresh
 
-    async def replace(self, resource: Resource[T], body: JSON, *, owner: DynamoGraphDeployment) -> T:
+    async def replace(self, resource: Resource[T], body: JSON, *, owner: Owner) -> T:
         """Replace an object (``body`` carries the resourceVersion it was read at), with its event only
         when the server's resourceVersion moved (a replace that changed nothing records nothing)."""
         namespace, name, version = identity(body)
@@ -228,7 +215,7 @@ class Syncer:
         live: T,
         patch: JSON,
         *,
-        owner: DynamoGraphDeployment,
+        owner: Owner,
         why: str | None = None,
         event: Announce[T] | None = None,
         observe: bool = True,
@@ -261,7 +248,7 @@ class Syncer:
         return result
 
     async def scale(
-        self, key: ObjectKey[Any], replicas: int, *, owner: DynamoGraphDeployment
+        self, key: ObjectKey[Any], replicas: int, *, owner: Owner
     ) -> tuple[int, str | None] | None:
         """Drive the scale subresource of the object ``key`` names to ``replicas``: the scale is read,
         and replaced at the resourceVersion read when its replicas differ (a concurrent change is a
@@ -296,13 +283,14 @@ class Syncer:
         return before, written.metadata.resource_version
 
     async def _announce(
-        self, owner: DynamoGraphDeployment, record: EventRecord, verb: str,
+        self, owner: Owner, record: EventRecord, verb: str,
         resource: Resource[Any], namespace: str | None, name: str, why: str,
     ) -> None:  # fmt: skip
         """Log the write that changed ``namespace/name`` (see the module), then record its event."""
         where = f"{namespace}/{name}" if namespace else name
-        dgd = f"{owner.metadata.namespace}/{owner.metadata.name}"
-        fields = {"dgd": dgd, "verb": verb, "object": f"{resource.kind} {where}", "why": why}
+        where_owner = f"{owner.metadata.namespace}/{owner.metadata.name}"
+        field = "dgd" if isinstance(owner, DynamoGraphDeployment) else "dcd"
+        fields = {field: where_owner, "verb": verb, "object": f"{resource.kind} {where}", "why": why}
         logger.info(record.note, extra=fields)
         await self._recorder.emit(owner, record)
 
@@ -312,7 +300,7 @@ class Syncer:
         resource: Resource[T],
         namespace: str | None,
         name: str,
-        owner: DynamoGraphDeployment,
+        owner: Owner,
         call: Awaitable[JSON],
         *,
         quiet: tuple[type[ClusterError], ...] = (),
@@ -338,7 +326,7 @@ class Syncer:
         resource: Resource[Any],
         live: Any,
         *,
-        owner: DynamoGraphDeployment,
+        owner: Owner,
         why: str,
         unchanged: bool = False,
         event: Announce[Any] | None = None,
@@ -388,7 +376,7 @@ class Syncer:
         resource: Resource[T],
         namespace: str,
         *,
-        owner: DynamoGraphDeployment,
+        owner: Owner,
         keep: Callable[[T], bool],
         why: str,
     ) -> list[str]:

@@ -10,8 +10,9 @@ import pytest
 
 from dgd.actors.machinery.cache import Cache
 from dgd.actors.machinery.events import Recorder
+from dgd.actors.machinery.owners import owner_reference
 from dgd.actors.machinery.reader import Reader
-from dgd.actors.machinery.sync import Syncer, owner_reference
+from dgd.actors.machinery.sync import Syncer
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.resources import CONFIG_MAP, DGD, PCLQ, SERVICE
 from dgd.domain.events import EventRecord

@@ -28,7 +28,7 @@ from typing import Any
 import anyio
 import msgspec
 
-from dgd.actors.machinery.sync import owner_reference
+from dgd.actors.machinery.owners import owner_reference
 from dgd.cluster.errors import AlreadyExists, Conflict, NotFound
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import (

@@ -18,8 +18,9 @@ import msgspec
 
 from dgd.actors.dgd.children.step_failed import StepFailed
 from dgd.actors.machinery.events import Recorder
+from dgd.actors.machinery.owners import owner_reference
 from dgd.actors.machinery.reader import Reader
-from dgd.actors.machinery.sync import Syncer, owner_reference
+from dgd.actors.machinery.sync import Syncer
 from dgd.cluster.errors import AlreadyExists, ClusterError, NotFound
 from dgd.cluster.resources import CHECKPOINT, PVC, RESOURCE_CLAIM_TEMPLATE
 from dgd.domain.checkpoint import (

@@ -24,8 +24,9 @@ from typing import Literal
 import msgspec
 
 from dgd.actors.dgd.children.step_failed import StepFailed
+from dgd.actors.machinery.owners import owner_reference
 from dgd.actors.machinery.reader import Reader
-from dgd.actors.machinery.sync import Syncer, owner_reference
+from dgd.actors.machinery.sync import Syncer
 from dgd.cluster.errors import ClusterError
 from dgd.cluster.resources import DGDSA
 from dgd.domain.adapters import (

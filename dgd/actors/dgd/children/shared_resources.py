@@ -32,8 +32,9 @@ import logging
 import msgspec
 
 from dgd.actors.dgd.children.step_failed import StepFailed
+from dgd.actors.machinery.owners import owner_reference
 from dgd.actors.machinery.reader import Reader
-from dgd.actors.machinery.sync import Syncer, as_json, owner_reference
+from dgd.actors.machinery.sync import Syncer, as_json
 from dgd.cluster.errors import ClusterError
 from dgd.cluster.resources import (
     CLUSTER_ROLE,

@@ -291,6 +291,7 @@ async def running_operator(
     workers: Workers | None = None,
     keys: KeySource = fake_keys,
     proxy: Callable[[Cluster], Cluster] | None = None,
+    dcd_controller: bool = False,
 ) -> AsyncIterator[Harness]:
     """A memory cluster with what a real one would have (the planner ClusterRole and the MPI key Secret
     our chart installs, unless turned off), and the operator running against it (``keys``: where MPI
@@ -343,6 +344,7 @@ async def running_operator(
         namespaces=namespaces,
         reconciles=reconciles,
         workers=workers,
+        dcd_controller=dcd_controller,
     )
     async with ActorSystem(children, clock=clock, random=random.Random(seed), metrics=metrics) as system:
         harness.system = system

@@ -15,7 +15,7 @@ import anyio
 import msgspec
 import pytest
 
-from dgd.actors.machinery.sync import owner_reference
+from dgd.actors.machinery.owners import owner_reference
 from dgd.actors.tree import ADAPTERS, DGDS
 from dgd.cluster.errors import Conflict, Forbidden, NotFound
 from dgd.cluster.memory.adapter import MemoryCluster

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from dgd.actors.machinery.sync import owner_reference
+from dgd.actors.machinery.owners import owner_reference
 from dgd.cluster.errors import NotFound, ServerError
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.resources import CLUSTER_ROLE, CONFIG_MAP, DESTINATION_RULE, INFERENCE_POOL, ROLE_BINDING
