@@ -10,15 +10,20 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import msgspec
 import pytest
 
+from dgd.actors.machinery.owners import owner_reference
 from dgd.cluster.errors import Forbidden
+from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.memory.faults import Fail
 from dgd.cluster.resources import DCD, DEPLOYMENT, SERVICE
-from dgd.domain.sync import LAST_APPLIED_GENERATION, LAST_APPLIED_HASH
+from dgd.domain.gates import effective_config
+from dgd.domain.render.dcd_children import render_dcd_children
+from dgd.domain.sync import LAST_APPLIED_GENERATION, LAST_APPLIED_HASH, Create, plan_sync
 from dgd.messages.config import DiscoveryConfig, OperatorConfig
 from dgd.messages.dcd import DynamoComponentDeployment
-from tests.unit.actors.operator.harness import NS, Harness, running_operator
+from tests.unit.actors.operator.harness import GROVE_ONLY, NS, Harness, running_operator
 
 pytestmark = pytest.mark.anyio
 
@@ -249,3 +254,23 @@ async def test_a_refused_deployment_create_is_said_on_the_dcd_and_retried() -> N
         await op.advance(30)
         assert (await deployment(op))["metadata"]["name"] == "d"
         assert conditions(await dcd(op))["Available"][1] == "DeploymentNotReady"
+
+
+async def test_a_deployment_left_by_another_controller_is_taken_over_without_a_write() -> None:
+    # given a DCD and the Deployment another DCD controller made of it, with its bookkeeping
+    async def before(cluster: MemoryCluster) -> None:
+        made = await cluster.create(DCD, msgspec.convert(manifest(), DynamoComponentDeployment))
+        rendered = render_dcd_children(made, effective_config(OperatorConfig(), GROVE_ONLY), gates=GROVE_ONLY)
+        body = next(c.body for c in rendered.children if c.body["kind"] == "Deployment")
+        plan = plan_sync(body, None, owner_reference(made))
+        assert isinstance(plan, Create)
+        await cluster.create(DEPLOYMENT, plan.body)
+
+    # when our DCD controller starts
+    async with running_operator(dcd_controller=True, before=before) as op:
+        # then it writes no Deployment and reports the one there
+        assert op.writes.get("create Deployment", 0) == op.writes.get("patch Deployment", 0) == 0
+        found = await dcd(op)
+        assert found.status is not None and found.status.component is not None
+        assert found.status.component.component_names == ["d"]
+        assert "No changes to dynamo deployment d" in [note for _, _, note in await op.events("d")]
