@@ -49,6 +49,7 @@ from dgd.cluster.resources import (
     Resource,
 )
 from dgd.domain import dcd_status
+from dgd.domain.checkpoint import StorageError
 from dgd.domain.events import INTERNAL_ERROR, parked_message
 from dgd.domain.gates import Gates
 from dgd.domain.naming import normalize
@@ -203,6 +204,8 @@ class DCDActor(Reconciler):
                 live=self._legacy(dcd),
                 service_accounts=[str(identity(a)[1]) for a in accounts],
             )
+        except StorageError as error:
+            raise StepFailed(f"failed to reconcile checkpoint storage: {error}") from error
         except RenderError as error:
             raise StepFailed(f"failed to reconcile the resources: {error}") from error
         except ClusterError as error:

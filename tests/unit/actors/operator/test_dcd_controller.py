@@ -17,11 +17,17 @@ from dgd.actors.machinery.owners import owner_reference
 from dgd.cluster.errors import Forbidden
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.memory.faults import Fail
-from dgd.cluster.resources import DCD, DEPLOYMENT, SERVICE
-from dgd.domain.gates import effective_config
+from dgd.cluster.resources import DCD, DEPLOYMENT, PVC, SERVICE
+from dgd.domain.gates import Gates, effective_config
 from dgd.domain.render.dcd_children import render_dcd_children
 from dgd.domain.sync import LAST_APPLIED_GENERATION, LAST_APPLIED_HASH, Create, plan_sync
-from dgd.messages.config import DiscoveryConfig, OperatorConfig
+from dgd.messages.config import (
+    CheckpointConfig,
+    CheckpointStorage,
+    DiscoveryConfig,
+    OperatorConfig,
+    PVCStorage,
+)
 from dgd.messages.dcd import DynamoComponentDeployment
 from tests.unit.actors.operator.harness import GROVE_ONLY, NS, Harness, running_operator
 
@@ -274,3 +280,37 @@ async def test_a_deployment_left_by_another_controller_is_taken_over_without_a_w
         assert found.status is not None and found.status.component is not None
         assert found.status.component.component_names == ["d"]
         assert "No changes to dynamo deployment d" in [note for _, _, note in await op.events("d")]
+
+
+def checkpointed(create: bool) -> OperatorConfig:
+    pvc = PVCStorage(pvc_name="p", base_path="/c", create=create, size="10Gi")
+    return OperatorConfig(checkpoint=CheckpointConfig(storage=CheckpointStorage(type="pvc", pvc=pvc)))
+
+
+async def test_a_checkpointed_dcd_gets_the_shared_storage_pvc_before_its_deployment() -> None:
+    gates = Gates(grove=True, checkpoint=True)
+    async with running_operator(dcd_controller=True, config=checkpointed(True), gates=gates) as op:
+        # given the checkpoint gate on and a PVC to create (§4 case 30), when a checkpointed DCD comes
+        await create(op, manifest(experimental={"checkpoint": {"enabled": True}}))
+
+        # then the PVC exists, owned by no one, and was created before the Deployment
+        pvc = await op.cluster.get(PVC.key(NS, "p"))
+        assert not pvc["metadata"].get("ownerReferences")
+        made = await deployment(op)
+        assert int(pvc["metadata"]["resourceVersion"]) < int(made["metadata"]["resourceVersion"])
+
+
+async def test_a_missing_storage_pvc_that_may_not_be_created_fails_before_the_deployment() -> None:
+    gates = Gates(grove=True, checkpoint=True)
+    async with running_operator(dcd_controller=True, config=checkpointed(False), gates=gates) as op:
+        # given no PVC p and create false (§4 case 43), when a checkpointed DCD comes
+        await create(op, manifest(experimental={"checkpoint": {"enabled": True}}))
+
+        # then the reconcile fails naming the storage, and no Deployment is written
+        expected = (
+            "Failed to reconcile DynamoComponentDeployment: failed to reconcile checkpoint storage: "
+            "checkpoint storage PVC team-a/p does not exist and checkpoint.storage.pvc.create is false"
+        )
+        assert ("Warning", "ReconcileError", expected) in await op.events("d")
+        assert conditions(await dcd(op))["Available"] == ("False", "Reconciling", expected)
+        assert op.writes.get("create Deployment", 0) == 0
