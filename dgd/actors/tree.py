@@ -49,10 +49,12 @@ from dgd.cluster.resources import (
     DGD,
     DGDSA,
     INGRESS,
+    LWS,
     PCLQ,
     PCS,
     PCSG,
     POD,
+    POD_GROUP,
     RESOURCE_CLAIM_TEMPLATE,
     ROLE,
     ROLE_BINDING,
@@ -116,6 +118,8 @@ ISTIO_WATCHED: tuple[Resource[Any], ...] = (DESTINATION_RULE,)
 DRA_WATCHED: tuple[Resource[Any], ...] = (RESOURCE_CLAIM_TEMPLATE,)
 #: Watched when the DCD controller runs: the workloads it writes (Services and Ingresses are already).
 DCD_WATCHED: tuple[Resource[Any], ...] = (DEPLOYMENT,)
+#: Watched by the DCD controller when the LWS gate is on: multinode workloads and legacy PodGroups.
+DCD_LWS_WATCHED: tuple[Resource[Any], ...] = (LWS, POD_GROUP)
 
 #: DGD and adapter actors (one per object) each have their own restart budget: one over it is parked
 #: (restarted after a backoff that grows to 1,000 s, or at once on a spec change), never escalated, so
@@ -131,7 +135,12 @@ def watched(config: OperatorConfig, *, dcd_controller: bool = False) -> tuple[Re
     checkpoints = CHECKPOINT_WATCHED if config.checkpoint.enabled is True else ()
     istio = ISTIO_WATCHED if config.service_mesh.enabled is True else ()
     dra = DRA_WATCHED if config.dra.enabled is True else ()
-    return WATCHED + grove + checkpoints + istio + dra + (DCD_WATCHED if dcd_controller else ())
+    dcds = (
+        (DCD_WATCHED + (DCD_LWS_WATCHED if config.orchestrators.lws.enabled is True else ()))
+        if dcd_controller
+        else ()
+    )
+    return WATCHED + grove + checkpoints + istio + dra + dcds
 
 
 def operator_children(

@@ -267,6 +267,17 @@ CLUSTER_ROLE = _raw(
     generation=False,
 )  # fmt: skip
 INGRESS = _raw("networking.k8s.io/v1", "Ingress", "ingresses", status=True)
+# LeaderWorkerSet's kind (sigs.k8s.io/lws), the DCD controller's multinode workload, and Volcano's
+# PodGroup, whose legacy per-replica objects it removes (dcd-controller §2.3.2-2.3.3).
+LWS = _raw(
+    "leaderworkerset.x-k8s.io/v1",
+    "LeaderWorkerSet",
+    "leaderworkersets",
+    status=True,
+    custom=True,
+    scale=ScalePaths(selector=".status.hpaPodSelector"),
+)
+POD_GROUP = _raw("scheduling.volcano.sh/v1beta1", "PodGroup", "podgroups", status=True, custom=True)
 LEASE = _raw("coordination.k8s.io/v1", "Lease", "leases", generation=False)
 # Kinds of the features issue 20 brings (dgd-domain §1): the endpoint picker's InferencePool, the
 # GPU memory service's DRA claim templates and device classes, Istio's routing objects, and Grove's
@@ -346,6 +357,8 @@ DEFAULT_RESOURCES: tuple[Resource[Any], ...] = (
     ROLE_BINDING,
     CLUSTER_ROLE,
     INGRESS,
+    LWS,
+    POD_GROUP,
     LEASE,
     INFERENCE_POOL,
     RESOURCE_CLAIM_TEMPLATE,

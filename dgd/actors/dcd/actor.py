@@ -42,6 +42,8 @@ from dgd.cluster.resources import (
     DCD,
     DEPLOYMENT,
     INGRESS,
+    LWS,
+    POD_GROUP,
     PVC,
     SERVICE,
     SERVICE_ACCOUNT,
@@ -54,7 +56,9 @@ from dgd.domain.events import INTERNAL_ERROR, parked_message
 from dgd.domain.gates import Gates
 from dgd.domain.naming import normalize
 from dgd.domain.pod_merge import JSON
-from dgd.domain.render.dcd_children import Child, checkpoint_violations, render_dcd_children
+from dgd.domain.render.dcd_children import Child, DCDChildren, checkpoint_violations, render_dcd_children
+from dgd.domain.render.dcd_identity import identify
+from dgd.domain.render.dcd_workload import LEGACY_INSTANCE_LABEL, lws_name
 from dgd.domain.render.dcd_workload_type import Legacy
 from dgd.domain.render.errors import RenderError
 from dgd.messages.config import OperatorConfig
@@ -75,6 +79,8 @@ CHILD_RESOURCES: dict[str, Resource[Any]] = {
     "Ingress": INGRESS,
     "VirtualService": VIRTUAL_SERVICE,
     "PersistentVolumeClaim": PVC,
+    "LeaderWorkerSet": LWS,
+    "PodGroup": POD_GROUP,
 }
 
 
@@ -194,20 +200,14 @@ class DCDActor(Reconciler):
     async def _sync_children(self, dcd: DynamoComponentDeployment) -> tuple[str, JSON, bool]:
         """Render and sync every child in step order; the runtime namespace, the workload as the sync
         left it, and whether any child was written."""
-        namespace = dcd.metadata.namespace or ""
         try:
-            accounts = await self._reader.labelled(SERVICE_ACCOUNT, namespace, {COMPONENT_POD: "true"})
-            rendered = render_dcd_children(
-                dcd,
-                self._config,
-                gates=self._gates,
-                live=self._legacy(dcd),
-                service_accounts=[str(identity(a)[1]) for a in accounts],
-            )
+            rendered = await self._render(dcd)
         except StorageError as error:
             raise StepFailed(f"failed to reconcile checkpoint storage: {error}") from error
         except RenderError as error:
-            raise StepFailed(f"failed to reconcile the resources: {error}") from error
+            raise StepFailed(
+                f"failed to reconcile the resources: {_workload_step(dcd, self._gates)}: {error}"
+            ) from error
         except ClusterError as error:
             raise StepFailed(f"failed to reconcile the resources: {error}") from error
         workload: JSON = {}
@@ -217,18 +217,50 @@ class DCDActor(Reconciler):
             modified = modified or changed
             if child.body.get("kind") in ("Deployment", "LeaderWorkerSet"):
                 workload = written
+        if rendered.unlabel is not None and workload:
+            modified = await self._unlabel(dcd, workload) or modified
         for removal in rendered.removals:
             modified = await self._remove(dcd, removal.kind, removal.name) or modified
         return rendered.runtime_namespace, workload, modified
 
-    def _legacy(self, dcd: DynamoComponentDeployment) -> Legacy:
-        """What exists of the DCD's workload and Service (the legacy worker selector of §2.5)."""
+    async def _render(self, dcd: DynamoComponentDeployment) -> DCDChildren:
+        """The DCD's children, from what exists of its workload, Service and legacy objects."""
         namespace, name = dcd.metadata.namespace or "", dcd.metadata.name or ""
-        cache = self._reader.cache
-        return Legacy(
-            deployment=cache.get(DEPLOYMENT, namespace, name),
-            service=cache.get(SERVICE, namespace, normalize(name)),
+        accounts = await self._reader.labelled(SERVICE_ACCOUNT, namespace, {COMPONENT_POD: "true"})
+        lws = self._gates.lws
+        deployment: JSON | None = await self._reader.get(DEPLOYMENT.key(namespace, name))
+        set_of_groups: JSON | None = None
+        if lws:
+            set_of_groups = await self._reader.get(LWS.key(namespace, lws_name(name)))
+        service: JSON | None = await self._reader.get(SERVICE.key(namespace, normalize(name)))
+        live = Legacy(deployment=deployment, lws=set_of_groups, service=service)
+        legacy: list[JSON] = []
+        if lws and identify(dcd, self._config).multinode:
+            for resource in (LWS, POD_GROUP):
+                legacy += await self._reader.carrying(resource, namespace, LEGACY_INSTANCE_LABEL)
+        return render_dcd_children(
+            dcd,
+            self._config,
+            gates=self._gates,
+            live=live,
+            legacy_objects=legacy,
+            service_accounts=[str(identity(a)[1]) for a in accounts],
         )
+
+    async def _unlabel(self, dcd: DynamoComponentDeployment, lws: JSON) -> bool:
+        """§2.3.3: the adopted LeaderWorkerSet loses the legacy ``instance-id`` label (a merge patch)."""
+        if LEGACY_INSTANCE_LABEL not in ((lws.get("metadata") or {}).get("labels") or {}):
+            return False
+        patch = {"metadata": {"labels": {LEGACY_INSTANCE_LABEL: None}}}
+        try:
+            await self._syncer.patch(
+                LWS, lws, patch, owner=dcd, why=f"removed the legacy {LEGACY_INSTANCE_LABEL} label"
+            )
+        except ClusterError as error:
+            raise StepFailed(
+                f"failed to reconcile the resources: failed to sync the LeaderWorkerSet: {error}"
+            ) from error
+        return True
 
     async def _sync_child(self, dcd: DynamoComponentDeployment, child: Child) -> tuple[JSON, bool]:
         """One child synced: the object as written (or kept), and whether it was written."""
@@ -269,9 +301,12 @@ class DCDActor(Reconciler):
         """Delete the child ``name`` of ``kind`` the render no longer wants, if this DCD controls it
         (upstream deletes by name, whoever owns it: §2.13 #4, ``docs/decisions.md``)."""
         resource = CHILD_RESOURCES.get(kind)
-        if resource is None or not self._reader.watches(resource):
+        if resource is None:
             return False
-        live = self._reader.cache.get(resource, dcd.metadata.namespace, name)
+        try:
+            live = await self._reader.get(resource.key(dcd.metadata.namespace, name))
+        except ClusterError as error:
+            raise StepFailed(f"{_step(kind)}: {error}") from error
         owner = controller_of(live) if live is not None else None
         if live is None or owner is None or owner.uid != dcd.metadata.uid:
             return False
@@ -292,6 +327,14 @@ class DCDActor(Reconciler):
             logger.info("%s: the failure was not written to the status: %s", self._key, error)
 
 
+def _workload_step(dcd: DynamoComponentDeployment, gates: Gates) -> str:
+    """The words of step 8 for this DCD's workload: the LeaderWorkerSet's, or the Deployment's."""
+    multinode = dcd.spec.multinode is not None and (dcd.spec.multinode.node_count or 1) > 1
+    if gates.lws and multinode:
+        return "failed to sync the LeaderWorkerSet"
+    return "failed to create or update the deployment: create or update deployment"
+
+
 def _step(kind: str) -> str:
     """The words of the step that syncs a ``kind`` (§2.2 steps 8-11)."""
     match kind:
@@ -299,6 +342,8 @@ def _step(kind: str) -> str:
             return "failed to reconcile the resources: failed to create or update the deployment"
         case "Service":
             return "failed to create or update the service"
+        case "LeaderWorkerSet" | "PodGroup":
+            return "failed to reconcile the resources: failed to sync the LeaderWorkerSet"
         case "Ingress" | "VirtualService":
             return "failed to create or update the ingress"
         case "PersistentVolumeClaim":

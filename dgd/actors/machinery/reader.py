@@ -102,6 +102,13 @@ class Reader:
         exist): for a reader that knows the cache is behind (its create found the object there)."""
         return await self._cluster.get(key)
 
+    async def carrying(self, resource: Resource[T], namespace: str, key: str) -> builtins.list[T]:
+        """Objects of ``resource`` in ``namespace`` that carry the label ``key`` (any value): from the
+        cache when it answers the kind, else one list of the API with that existence selector."""
+        if self._answers(resource):
+            return [obj for obj in self._cache.list(resource, namespace) if key in labels_of(obj)]
+        return (await self._cluster.list(resource, namespace=namespace, label_selector=key)).items
+
     async def labelled(
         self, resource: Resource[T], namespace: str, labels: Mapping[str, str], *, fresh: bool = False
     ) -> builtins.list[T]:

@@ -27,7 +27,8 @@ Which events nudge a DCD actor (the DCD controller's predicates, dcd-controller 
 
 * DynamoComponentDeployment: first sight; a ``generation`` change or a newly set deletionTimestamp;
   deletion stops its actor.
-* Deployment it controls: updates and deletions, not creations.
+* Deployment it controls (and, with the LWS gate, LeaderWorkerSet and PodGroup): updates and
+  deletions, not creations.
 * Service and Ingress it controls: creations, deletions, and ``generation`` changes.
 
 Which events nudge an adapter actor:
@@ -46,7 +47,19 @@ from typing import Any
 import msgspec
 
 from dgd.actors.machinery.cache import Cache
-from dgd.cluster.resources import CHECKPOINT, DCD, DEPLOYMENT, INGRESS, PCLQ, PCS, PCSG, POD, SERVICE
+from dgd.cluster.resources import (
+    CHECKPOINT,
+    DCD,
+    DEPLOYMENT,
+    INGRESS,
+    LWS,
+    PCLQ,
+    PCS,
+    PCSG,
+    POD,
+    POD_GROUP,
+    SERVICE,
+)
 from dgd.domain.checkpoint import AUTO as AUTO_CHECKPOINT
 from dgd.domain.metadata_keys import GRAPH_NAME, SELECTOR
 from dgd.messages import dcd as dcd_messages
@@ -219,6 +232,8 @@ def _generation_changed(event_type: str, old: Any, new: Any) -> bool:
 #: The DCD controller's watches of the children a DCD controls: which events nudge it.
 DCD_CHILD_ROUTES: dict[str, Callable[[str, Any, Any], bool]] = {
     str(DEPLOYMENT): _changed_or_deleted,
+    str(LWS): _changed_or_deleted,
+    str(POD_GROUP): _changed_or_deleted,
     str(SERVICE): _generation_changed,
     str(INGRESS): _generation_changed,
 }

@@ -29,38 +29,10 @@ from dgd.messages.config import (
     PVCStorage,
 )
 from dgd.messages.dcd import DynamoComponentDeployment
+from tests.unit.actors.operator.dcd_fixtures import FINALIZER, conditions, create, dcd, manifest
 from tests.unit.actors.operator.harness import GROVE_ONLY, NS, Harness, running_operator
 
 pytestmark = pytest.mark.anyio
-
-MAIN = {"name": "main", "image": "registry.example/dynamo:1.4.0", "command": ["python3"], "args": ["-m", "x"]}
-FINALIZER = "nvidia.com/finalizer"
-
-
-def manifest(name: str = "d", *, type: str = "frontend", **spec: Any) -> dict[str, Any]:
-    """A DCD of Dynamo namespace ``team-a-g`` (no owner: a standalone one)."""
-    return {
-        "apiVersion": "nvidia.com/v1beta1",
-        "kind": "DynamoComponentDeployment",
-        "metadata": {"name": name, "namespace": NS, "labels": {"nvidia.com/dynamo-namespace": "team-a-g"}},
-        "spec": {"name": name, "type": type, "podTemplate": {"spec": {"containers": [MAIN]}}, **spec},
-    }
-
-
-async def create(op: Harness, document: dict[str, Any]) -> None:
-    await op.cluster.create(DCD.as_raw(), document)
-    await op.settle()
-
-
-async def dcd(op: Harness, name: str = "d") -> DynamoComponentDeployment:
-    return await op.cluster.get(DCD.key(NS, name))
-
-
-def conditions(found: DynamoComponentDeployment) -> dict[str, tuple[str, str, str]]:
-    return {
-        c.type: (c.status, c.reason or "", c.message or "")
-        for c in (found.status.conditions if found.status else None) or ()
-    }
 
 
 async def deployment(op: Harness, name: str = "d") -> dict[str, Any]:
