@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dgd.cluster.resources import DCD
+from dgd.cluster.resources import DCD, Resource
 from dgd.messages.dcd import DynamoComponentDeployment
 from tests.unit.actors.operator.harness import NS, Harness
 
@@ -36,3 +36,19 @@ def conditions(found: DynamoComponentDeployment) -> dict[str, tuple[str, str, st
         c.type: (c.status, c.reason or "", c.message or "")
         for c in (found.status.conditions if found.status else None) or ()
     }
+
+
+async def workload_reports(op: Harness, resource: Resource[Any], name: str, *, ready: int) -> None:
+    """Play the workload's controller (kube-controller-manager's, or LeaderWorkerSet's): its generation
+    observed, ``ready`` replicas updated, ready and available, ``Available`` accordingly."""
+    live = await op.cluster.get(resource.as_raw().key(NS, name))
+    status = {
+        "observedGeneration": live["metadata"]["generation"],
+        "replicas": ready,
+        "updatedReplicas": ready,
+        "readyReplicas": ready,
+        "availableReplicas": ready,
+        "conditions": [{"type": "Available", "status": "True" if ready else "False"}],
+    }
+    await op.cluster.replace_status(resource.as_raw(), {**live, "status": status})
+    await op.settle()

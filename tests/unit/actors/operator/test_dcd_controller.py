@@ -29,7 +29,14 @@ from dgd.messages.config import (
     PVCStorage,
 )
 from dgd.messages.dcd import DynamoComponentDeployment
-from tests.unit.actors.operator.dcd_fixtures import FINALIZER, conditions, create, dcd, manifest
+from tests.unit.actors.operator.dcd_fixtures import (
+    FINALIZER,
+    conditions,
+    create,
+    dcd,
+    manifest,
+    workload_reports,
+)
 from tests.unit.actors.operator.harness import GROVE_ONLY, NS, Harness, running_operator
 
 pytestmark = pytest.mark.anyio
@@ -41,18 +48,8 @@ async def deployment(op: Harness, name: str = "d") -> dict[str, Any]:
 
 
 async def kcm_reports(op: Harness, *, ready: int, name: str = "d") -> None:
-    """Play kube-controller-manager: the Deployment observed, ``ready`` replicas updated and available."""
-    live = await deployment(op, name)
-    status = {
-        "observedGeneration": live["metadata"]["generation"],
-        "replicas": ready,
-        "updatedReplicas": ready,
-        "readyReplicas": ready,
-        "availableReplicas": ready,
-        "conditions": [{"type": "Available", "status": "True" if ready else "False"}],
-    }
-    await op.cluster.replace_status(DEPLOYMENT, {**live, "status": status})
-    await op.settle()
+    """Play kube-controller-manager on the Deployment ``name``."""
+    await workload_reports(op, DEPLOYMENT, name, ready=ready)
 
 
 async def test_a_new_dcd_gets_its_finalizer_conditions_and_deployment() -> None:

@@ -10,7 +10,7 @@ import pytest
 from dgd.cluster.resources import DCD, DEPLOYMENT, LWS, POD_GROUP
 from dgd.domain.gates import Gates
 from dgd.messages.dcd import DynamoComponentDeployment
-from tests.unit.actors.operator.dcd_fixtures import MAIN, conditions, create, dcd, manifest
+from tests.unit.actors.operator.dcd_fixtures import MAIN, conditions, create, dcd, manifest, workload_reports
 from tests.unit.actors.operator.harness import NS, Harness, running_operator
 
 pytestmark = pytest.mark.anyio
@@ -25,16 +25,8 @@ async def lws(op: Harness, name: str = "d-0") -> dict[str, Any]:
 
 
 async def lws_reports(op: Harness, *, ready: int) -> None:
-    """Play the LeaderWorkerSet controller: ``ready`` groups ready, ``Available`` accordingly."""
-    live = await lws(op)
-    status = {
-        "replicas": ready,
-        "readyReplicas": ready,
-        "updatedReplicas": ready,
-        "conditions": [{"type": "Available", "status": "True" if ready else "False"}],
-    }
-    await op.cluster.replace_status(LWS, {**live, "status": status})
-    await op.settle()
+    """Play the LeaderWorkerSet controller on ``d-0``."""
+    await workload_reports(op, LWS, "d-0", ready=ready)
 
 
 def owned_by(found: DynamoComponentDeployment) -> list[dict[str, Any]]:
