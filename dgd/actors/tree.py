@@ -33,7 +33,7 @@ from dgd.actors.dgdsa.actor import AdapterActor
 from dgd.actors.machinery.cache import Cache
 from dgd.actors.machinery.events import Recorder
 from dgd.actors.machinery.informer import Informer
-from dgd.actors.machinery.loop import ReconcileObserver
+from dgd.actors.machinery.loop import LoopParts, ReconcileObserver
 from dgd.actors.machinery.reader import Reader
 from dgd.actors.machinery.retries import Retries
 from dgd.actors.machinery.router import DEFAULT_RESYNC, Router
@@ -224,17 +224,18 @@ class _Wiring:
         dcd_workers: Workers | None = None,
     ) -> None:
         self.cluster, self.cache, self.config, self.wall = cluster, cache, config, wall
-        self.dcd_controller, self.dcd_workers = dcd_controller, dcd_workers
-        self.instance, self.keys, self.reconciles, self.workers = instance, keys, reconciles, workers
-        self.adapter_workers = adapter_workers
+        self.dcd_controller, self.instance, self.keys = dcd_controller, instance, keys
         self.on_rejected = on_rejected
         self.reader = Reader(cluster, cache)
         self.recorder = Recorder(cluster, instance=instance, now=wall, on_dropped=on_events_dropped)
         self.syncer = Syncer(cluster, cache, self.recorder)
         self.dgd_writer = DGDWriter(cluster, cache)
         self.dcd_writer = DCDWriter(cluster, cache)
-        # Each object's reconcile backoff outlives its actor's restarts (and the operator supervisor's).
-        self.dgd_retries, self.adapter_retries, self.dcd_retries = Retries(), Retries(), Retries()
+        # Each controller's loop: its objects' reconcile backoffs outlive their actors' restarts (and the
+        # operator supervisor's); each has its own pool of workers.
+        self.dgd_loop = LoopParts(Retries(), reconciles, workers)
+        self.adapter_loop = LoopParts(Retries(), reconciles, adapter_workers)
+        self.dcd_loop = LoopParts(Retries(), reconciles, dcd_workers)
 
     def operator(
         self, kinds: Sequence[Resource[Any]], scopes: Sequence[str] | None, resync: float | None
@@ -285,8 +286,7 @@ class _Wiring:
             return DGDActor(
                 namespace, name, reader=self.reader, syncer=self.syncer, dgd_writer=self.dgd_writer,
                 recorder=self.recorder, config=self.config, wall=self.wall, keys=self.keys,
-                retries=self.dgd_retries, reconciles=self.reconciles, workers=self.workers,
-                parked_for=parked_for,
+                loop=self.dgd_loop, parked_for=parked_for,
             )  # fmt: skip
 
         return _object_spec(namespace, name, build, parked_for)
@@ -297,8 +297,7 @@ class _Wiring:
         def build() -> AdapterActor:
             return AdapterActor(
                 namespace, name, cluster=self.cluster, cache=self.cache, wall=self.wall,
-                recorder=self.recorder, retries=self.adapter_retries, reconciles=self.reconciles,
-                workers=self.adapter_workers, parked_for=parked_for,
+                recorder=self.recorder, loop=self.adapter_loop, parked_for=parked_for,
             )  # fmt: skip
 
         return _object_spec(namespace, name, build, parked_for)
@@ -310,8 +309,7 @@ class _Wiring:
             return DCDActor(
                 namespace, name, reader=self.reader, syncer=self.syncer, writer=self.dcd_writer,
                 recorder=self.recorder, config=self.config, gates=gates_of(self.config), wall=self.wall,
-                retries=self.dcd_retries, reconciles=self.reconciles, workers=self.dcd_workers,
-                parked_for=parked_for,
+                loop=self.dcd_loop, parked_for=parked_for,
             )  # fmt: skip
 
         return _object_spec(namespace, name, build, parked_for)

@@ -32,11 +32,10 @@ from typing import Any
 
 from dgd.actors.dcd.writer import DCDWriter
 from dgd.actors.machinery.events import Recorder
-from dgd.actors.machinery.loop import DCD_CONTROLLER, Outcome, ReconcileObserver, Reconciler
+from dgd.actors.machinery.loop import DCD_CONTROLLER, LoopParts, Outcome, Reconciler
 from dgd.actors.machinery.reader import Reader
-from dgd.actors.machinery.retries import Intent, Retries
+from dgd.actors.machinery.retries import Intent
 from dgd.actors.machinery.sync import Syncer
-from dgd.actors.machinery.workers import Workers
 from dgd.cluster.errors import ClusterError, Conflict
 from dgd.cluster.resources import (
     DCD,
@@ -107,14 +106,10 @@ class DCDActor(Reconciler):
         config: OperatorConfig,
         gates: Gates,
         wall: Callable[[], float],
-        retries: Retries | None = None,
-        reconciles: ReconcileObserver | None = None,
-        workers: Workers | None = None,
+        loop: LoopParts,
         parked_for: float | None = None,
     ) -> None:
-        super().__init__(
-            namespace, name, retries=retries, reconciles=reconciles, workers=workers, parked_for=parked_for
-        )
+        super().__init__(namespace, name, loop=loop, parked_for=parked_for)
         self._reader = reader
         self._syncer = syncer
         self._writer = writer

@@ -40,11 +40,10 @@ from dgd.actors.dgd.programs.shared_children import checkpoint_storage
 from dgd.actors.dgd.resting import RestingChildren
 from dgd.actors.dgd.writer import FINALIZER, DGDWriter
 from dgd.actors.machinery.events import Recorder
-from dgd.actors.machinery.loop import DGD_CONTROLLER, Outcome, ReconcileObserver, Reconciler
+from dgd.actors.machinery.loop import DGD_CONTROLLER, LoopParts, Outcome, Reconciler
 from dgd.actors.machinery.reader import Reader
-from dgd.actors.machinery.retries import Intent, Retries
+from dgd.actors.machinery.retries import Intent
 from dgd.actors.machinery.sync import Syncer
-from dgd.actors.machinery.workers import Workers
 from dgd.cluster.errors import ClusterError, NotFound
 from dgd.cluster.resources import DCD, DGD, PCS
 from dgd.domain.admission.defaulting import WORKLOAD_PROVIDER, default_in_memory
@@ -107,14 +106,10 @@ class DGDActor(Reconciler):
         config: OperatorConfig,
         wall: Callable[[], float],
         keys: KeySource,
-        retries: Retries | None = None,
-        reconciles: ReconcileObserver | None = None,
-        workers: Workers | None = None,
+        loop: LoopParts,
         parked_for: float | None = None,
     ) -> None:
-        super().__init__(
-            namespace, name, retries=retries, reconciles=reconciles, workers=workers, parked_for=parked_for
-        )
+        super().__init__(namespace, name, loop=loop, parked_for=parked_for)
         self._reader = reader
         self._syncer = syncer
         self._dgd_writer = dgd_writer

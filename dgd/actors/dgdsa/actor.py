@@ -34,9 +34,8 @@ from collections.abc import Callable
 
 from dgd.actors.machinery.cache import Cache
 from dgd.actors.machinery.events import Recorder
-from dgd.actors.machinery.loop import ADAPTER_CONTROLLER, Outcome, ReconcileObserver, Reconciler
-from dgd.actors.machinery.retries import Intent, Retries
-from dgd.actors.machinery.workers import Workers
+from dgd.actors.machinery.loop import ADAPTER_CONTROLLER, LoopParts, Outcome, Reconciler
+from dgd.actors.machinery.retries import Intent
 from dgd.cluster.errors import ClusterError, Conflict, NotFound
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import DGD, DGDSA
@@ -77,14 +76,10 @@ class AdapterActor(Reconciler):
         cache: Cache,
         wall: Callable[[], float],
         recorder: Recorder,
-        retries: Retries | None = None,
-        reconciles: ReconcileObserver | None = None,
-        workers: Workers | None = None,
+        loop: LoopParts,
         parked_for: float | None = None,
     ) -> None:
-        super().__init__(
-            namespace, name, retries=retries, reconciles=reconciles, workers=workers, parked_for=parked_for
-        )
+        super().__init__(namespace, name, loop=loop, parked_for=parked_for)
         self._cluster = cluster
         self._cache = cache
         self._wall = wall

@@ -31,6 +31,7 @@ import enum
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import ClassVar, Literal, Protocol
 
 import msgspec
@@ -77,6 +78,16 @@ class Report(msgspec.Struct):
     result: Result = "error"
 
 
+@dataclass(frozen=True)
+class LoopParts:
+    """What one controller's loop shares across its per-object actors: the ledger of their backoffs
+    (which outlives each actor), who hears about every reconcile, and the pool of workers."""
+
+    retries: Retries = field(default_factory=Retries)
+    reconciles: ReconcileObserver | None = None
+    workers: Workers | None = None
+
+
 class Reconciler(Actor[Nudge]):
     """The reconciling actor of the object ``namespace/name`` (see the module); subclasses name their
     ``controller`` and ``log``, say what a reconcile is asked to do (``_intent``), and implement
@@ -94,17 +105,15 @@ class Reconciler(Actor[Nudge]):
         namespace: str,
         name: str,
         *,
-        retries: Retries | None,
-        reconciles: ReconcileObserver | None,
-        workers: Workers | None = None,
+        loop: LoopParts,
         parked_for: float | None = None,
     ) -> None:
         self._namespace = namespace
         self._name = name
         self._key = f"{namespace}/{name}"
-        self._retries = retries if retries is not None else Retries()
-        self._reconciles = reconciles
-        self._workers = workers
+        self._retries = loop.retries
+        self._reconciles = loop.reconciles
+        self._workers = loop.workers
         self._timer: Timer | None = None
         self._reconciled_before = False
         #: Set in the stand-in of a parked actor (see ``on_start``).
