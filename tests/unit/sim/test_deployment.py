@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import msgspec
 import pytest
 
 from dgd.cluster.memory.store import Change
@@ -80,6 +81,8 @@ class Sampler:
         self._sets: dict[str, int] = {}
         #: (cluster time, live pods, available pods, ReplicaSets' spec.replicas) after each change
         self.samples: list[tuple[float, int, int, int]] = []
+        #: The reasons the Deployment's Progressing condition gave, in turn
+        self.progress: list[str] = []
 
     def hear(self, change: Change) -> None:
         data = change.obj.data
@@ -90,11 +93,19 @@ class Sampler:
             self._pods.pop(name, None)
         elif kind == "Pod":
             self._pods[name] = data
+        elif kind == "Deployment":
+            self._progressed(data)
+            return
         else:
             return
         live = [pod for pod in self._pods.values() if is_active(pod)]
         ready = sum(1 for pod in live if is_ready(pod))
         self.samples.append((self._clock(), len(live), ready, sum(self._sets.values())))
+
+    def _progressed(self, data: JSONObject) -> None:
+        found = condition((data.get("status") or {}).get("conditions"), "Progressing")
+        if found is not None and self.progress[-1:] != [found[1]]:
+            self.progress.append(found[1])
 
 
 @asynccontextmanager
@@ -108,7 +119,7 @@ async def world(settings: WorldSettings = FAST) -> AsyncIterator[tuple[Simulated
 
 
 async def test_a_deployment_reaches_its_ready_available_pods_and_says_so() -> None:
-    async with world() as (sim, _):
+    async with world() as (sim, sampler):
         # Given a Deployment of 3
         await sim.cluster.create(DEPLOYMENT, deployment(3))
 
@@ -132,6 +143,7 @@ async def test_a_deployment_reaches_its_ready_available_pods_and_says_so() -> No
         assert (progressing["status"], progressing["reason"]) == ("True", "NewReplicaSetAvailable")
         assert progressing["message"] == f'ReplicaSet "web-{digest}" has successfully progressed.'
         assert done["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "1"
+        assert sampler.progress == ["NewReplicaSetCreated", "ReplicaSetUpdated", "NewReplicaSetAvailable"]
 
         # And its ReplicaSet is named, labelled, selected and owned as a Deployment's is
         assert rs["metadata"]["name"] == f"web-{digest}"
@@ -194,3 +206,178 @@ async def test_a_template_change_rolls_within_max_surge_and_max_unavailable(
         assert condition(done["status"]["conditions"], "Progressing") == ("True", "NewReplicaSetAvailable")
         assert done["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
         assert new["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
+
+
+async def test_recreate_drains_every_old_pod_before_the_new_replica_set_scales_up() -> None:
+    async with world() as (sim, sampler):
+        # Given a ready Recreate Deployment of 3
+        await sim.cluster.create(DEPLOYMENT, deployment(3, strategy={"type": "Recreate"}))
+        await sim.run_for(32)
+
+        # When its template changes
+        await change(sim, new_image("v2"))
+        await sim.run_for(4)
+
+        # Then while the old pods terminate, the old ReplicaSet is at 0 and no new one exists
+        during = await pods(sim.cluster)
+        assert len(during) == 3 and all(pod["metadata"].get("deletionTimestamp") for pod in during)
+        ((old),) = await replica_sets(sim)
+        assert old["spec"]["replicas"] == 0
+        assert counts(await web(sim))[3] == 0
+
+        # And once they are gone, the new ReplicaSet scales up and its pods become ready
+        await sim.run_for(40)
+        old_now, new = await replica_sets(sim)
+        assert (old_now["spec"]["replicas"], new["spec"]["replicas"]) == (0, 3)
+        assert counts(await web(sim)) == (3, 3, 3, 3, 0)
+        assert all(
+            pod["metadata"]["labels"]["pod-template-hash"] != old["metadata"]["labels"]["pod-template-hash"]
+            for pod in await pods(sim.cluster)
+        )
+
+        # And at no moment did old and new pods run together
+        hashes = [pod["metadata"]["labels"]["pod-template-hash"] for pod in await pods(sim.cluster)]
+        assert len(set(hashes)) == 1
+        assert max(live for _, live, _, _ in sampler.samples) == 3
+
+
+async def test_scaling_up_and_down_resizes_the_one_replica_set() -> None:
+    async with world() as (sim, _):
+        # Given a ready Deployment of 3
+        await sim.cluster.create(DEPLOYMENT, deployment(3))
+        await sim.run_for(32)
+
+        # When it is scaled to 5
+        await change(sim, lambda spec: spec.update(replicas=5))
+        await sim.run_for(32)
+
+        # Then its ReplicaSet (the same one) has 5 ready pods, sized for 5
+        (rs,) = await replica_sets(sim)
+        assert (rs["spec"]["replicas"], rs["status"]["availableReplicas"]) == (5, 5)
+        assert rs["metadata"]["annotations"]["deployment.kubernetes.io/desired-replicas"] == "5"
+        assert counts(await web(sim)) == (5, 5, 5, 5, 0)
+
+        # When it is scaled to 2
+        await change(sim, lambda spec: spec.update(replicas=2))
+        await sim.run_for(1)
+
+        # Then 3 pods terminate at once, and once gone 2 are left
+        assert counts(await web(sim)) == (2, 2, 2, 2, 0)
+        assert len(await pods(sim.cluster)) == 5
+        await sim.run_for(5)
+        assert len(await pods(sim.cluster)) == 2
+        assert (await web(sim))["status"]["observedGeneration"] == 3
+
+
+async def test_a_paused_deployment_does_not_roll_until_it_is_resumed() -> None:
+    async with world() as (sim, sampler):
+        # Given a ready Deployment of 2, then paused
+        await sim.cluster.create(DEPLOYMENT, deployment(2))
+        await sim.run_for(32)
+        await change(sim, lambda spec: spec.update(paused=True))
+        await sim.run_for(1)
+        assert condition((await web(sim))["status"]["conditions"], "Progressing") == (
+            "Unknown",
+            "DeploymentPaused",
+        )
+
+        # When its template changes, and a while passes
+        await change(sim, new_image("v2"))
+        await sim.run_for(120)
+
+        # Then no new ReplicaSet was made, its pods are the old ones, and the change is observed
+        (rs,) = await replica_sets(sim)
+        assert len(await pods(sim.cluster)) == 2
+        paused = await web(sim)
+        assert paused["status"]["observedGeneration"] == paused["metadata"]["generation"]
+        assert counts(paused) == (2, 0, 2, 2, 0)
+
+        # When it is resumed
+        await change(sim, lambda spec: spec.update(paused=False))
+
+        # Then it rolls to the new template
+        await sim.run_for(120)
+        assert sampler.progress[-5:] == [
+            "DeploymentPaused",
+            "DeploymentResumed",
+            "NewReplicaSetCreated",
+            "ReplicaSetUpdated",
+            "NewReplicaSetAvailable",
+        ]
+        old, new = await replica_sets(sim)
+        assert old["metadata"]["name"] == rs["metadata"]["name"]
+        assert (old["spec"]["replicas"], new["spec"]["replicas"]) == (0, 2)
+        assert counts(await web(sim)) == (2, 2, 2, 2, 0)
+
+
+async def test_a_rollout_that_cannot_progress_exceeds_its_progress_deadline() -> None:
+    # Given room for 3 pods only, and a ready Deployment of 3 that surges 1 and may lose none
+    async with world(msgspec.structs.replace(FAST, capacity=3)) as (sim, _):
+        document = deployment(3, strategy=rolling(1, 0), progressDeadlineSeconds=60)
+        await sim.cluster.create(DEPLOYMENT, document)
+        await sim.run_for(32)
+
+        # When its template changes: the surge pod cannot be scheduled
+        await change(sim, new_image("v2"))
+        await sim.run_for(30)
+        progressing = await web(sim)
+        assert condition(progressing["status"]["conditions"], "Progressing")[0] == "True"
+
+        # Then once the deadline has passed without progress, it says so, still available
+        await sim.run_for(40)
+        stuck = await web(sim)
+        conditions = stuck["status"]["conditions"]
+        _, new = await replica_sets(sim)
+        assert condition(conditions, "Progressing") == ("False", "ProgressDeadlineExceeded")
+        message = next(c["message"] for c in conditions if c["type"] == "Progressing")
+        assert message == f'ReplicaSet "{new["metadata"]["name"]}" has timed out progressing.'
+        assert condition(conditions, "Available") == ("True", "MinimumReplicasAvailable")
+        assert counts(stuck) == (4, 1, 3, 3, 1)
+
+
+async def test_old_replica_sets_beyond_the_revision_history_limit_are_deleted() -> None:
+    async with world() as (sim, _):
+        # Given a Deployment of 1 that keeps 1 old revision
+        await sim.cluster.create(DEPLOYMENT, deployment(1, revisionHistoryLimit=1))
+        await sim.run_for(32)
+
+        # When its template changes twice, each rollout completing
+        for image in ("v2", "v3"):
+            await change(sim, new_image(image))
+            await sim.run_for(60)
+
+        # Then the first ReplicaSet is gone: the new one and one old one at 0 are left
+        old, new = await replica_sets(sim)
+        assert (old["spec"]["replicas"], new["spec"]["replicas"]) == (0, 1)
+        revisions = [rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"] for rs in (old, new)]
+        assert revisions == ["2", "3"]
+
+
+async def test_pods_count_as_available_only_after_min_ready_seconds() -> None:
+    async with world() as (sim, _):
+        # Given a Deployment of 2 whose pods must be ready for 20 seconds to be available
+        await sim.cluster.create(DEPLOYMENT, deployment(2, minReadySeconds=20))
+
+        # When its pods are ready
+        await sim.run_for(32)
+
+        # Then they are ready but not yet available
+        assert counts(await web(sim)) == (2, 2, 2, 0, 2)
+
+        # And once 20 seconds have passed, they are
+        await sim.run_for(21)
+        assert counts(await web(sim)) == (2, 2, 2, 2, 0)
+        (rs,) = await replica_sets(sim)
+        assert (rs["spec"]["minReadySeconds"], rs["status"]["availableReplicas"]) == (20, 2)
+
+
+async def test_the_deployment_model_is_off_by_default() -> None:
+    async with SimulatedCluster(FAST) as sim:
+        # Given a cluster started as the simulation starts it today
+        # When a Deployment is created
+        await sim.cluster.create(DEPLOYMENT, deployment(2))
+        await sim.run_for(32)
+
+        # Then nothing makes ReplicaSets or pods of it (the stand-in DCD controller makes the pods)
+        assert await replica_sets(sim) == []
+        assert await pods(sim.cluster) == []
