@@ -12,11 +12,14 @@ import pytest
 
 from dgd.cluster.memory.store import Change
 from dgd.cluster.resources import DEPLOYMENT, REPLICA_SET
+from dgd.domain.gates import Gates
+from dgd.domain.render.dcd_children import render_dcd_children
 from dgd.messages.base import JSONObject
+from dgd.messages.config import OperatorConfig
 from dgd.sim.cluster import SimulatedCluster
 from dgd.sim.world.pods import is_active, is_ready
 from dgd.sim.world.settings import WorldSettings
-from tests.unit.sim.builders import NS, condition, pods
+from tests.unit.sim.builders import NS, as_dcd, condition, pods, rendered
 
 pytestmark = pytest.mark.anyio
 
@@ -381,3 +384,29 @@ async def test_the_deployment_model_is_off_by_default() -> None:
         # Then nothing makes ReplicaSets or pods of it (the stand-in DCD controller makes the pods)
         assert await replica_sets(sim) == []
         assert await pods(sim.cluster) == []
+
+
+async def test_the_deployment_the_dcd_controller_renders_reaches_its_ready_pods() -> None:
+    # Given the Deployment the DCD controller renders for the worker of upstream's aggregated vLLM example
+    documents = rendered("examples/backends/vllm/deploy/agg.yaml", pathway="component")
+    worker = next(
+        as_dcd(o)
+        for o in documents
+        if o["kind"] == "DynamoComponentDeployment" and o["spec"]["type"] == "worker"
+    )
+    children = render_dcd_children(worker, OperatorConfig(), gates=Gates())
+    body = next(child.body for child in children.children if child.body["kind"] == "Deployment")
+    body = {**body, "metadata": {**body["metadata"], "namespace": NS, "ownerReferences": None}}
+
+    async with world() as (sim, _):
+        # When it is created
+        created = await sim.cluster.create(DEPLOYMENT, body)
+        await sim.run_for(32)
+
+        # Then its pods are ready, carrying the DCD's selector label, and it says it is complete
+        done = await sim.cluster.get(DEPLOYMENT.key(NS, created["metadata"]["name"]))
+        replicas = int(body["spec"].get("replicas", 1))
+        assert counts(done) == (replicas, replicas, replicas, replicas, 0)
+        assert condition(done["status"]["conditions"], "Progressing") == ("True", "NewReplicaSetAvailable")
+        selector = f"nvidia.com/selector={worker.metadata.name}"
+        assert len(await pods(sim.cluster, selector)) == replicas
