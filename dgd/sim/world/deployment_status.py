@@ -2,6 +2,7 @@
 
 ``deployment_status`` is ``calculateStatus``: the counts summed over the Deployment's ReplicaSets'
 own status (``updatedReplicas`` from the new one), ``unavailableReplicas`` against their spec, and
+``terminatingReplicas`` summed where the ReplicaSets report it, and
 ``Available`` (``MinimumReplicasAvailable`` while at least ``replicas - maxUnavailable`` are
 available, else ``MinimumReplicasUnavailable``). ``rollout_status`` adds what ``syncRolloutStatus``
 says of progress under a deadline: ``Progressing`` becomes ``NewReplicaSetAvailable`` once the
@@ -83,6 +84,8 @@ def deployment_status(
         "collisionCount": int(status(deployment).get("collisionCount") or 0),
     }
     out: JSONObject = {key: value for key, value in counts.items() if value}
+    if any("terminatingReplicas" in status(rs) for rs in rss):
+        out["terminatingReplicas"] = counted(rss, "terminatingReplicas")
     conditions = list(status(deployment).get("conditions") or ())
     if available >= replicas(deployment) - max_unavailable(deployment):
         minimum = new_condition(

@@ -6,8 +6,9 @@ terminated) among those it controls: it creates the missing ones from its pod te
 when a Deployment made the set) and deletes the surplus, the least established first (unscheduled,
 then pending, then not ready, then ready for the shortest time, then the newest). It writes
 ``status``: ``replicas`` (active pods), ``fullyLabeledReplicas`` (those with every template label),
-``readyReplicas``, ``availableReplicas`` (ready for ``minReadySeconds``) and ``observedGeneration``,
-and looks again when a ready pod's ``minReadySeconds`` are up.
+``readyReplicas``, ``availableReplicas`` (ready for ``minReadySeconds``), ``terminatingReplicas``
+(deleted, not yet terminated) and ``observedGeneration``, and looks again when a ready pod's
+``minReadySeconds`` are up.
 
 Pods are started by :mod:`dgd.sim.world.pods`; a deleted pod terminates there. Not modelled: adopting
 or releasing pods by selector (a set controls the pods it created), the slow-start batches of 500,
@@ -26,7 +27,17 @@ from dgd.messages.base import JSONObject
 from dgd.messages.meta import OwnerReference
 from dgd.sim.world.controller import Nudge, Route, Watch, WorldController, earliest, parse_time
 from dgd.sim.world.deployment_plan import meta, min_ready_seconds, name, replicas, spec, status
-from dgd.sim.world.pods import is_active, is_bound, is_ready, labels, owned_by, pod_condition, pod_manifest
+from dgd.sim.world.pods import (
+    is_active,
+    is_bound,
+    is_deleting,
+    is_ready,
+    is_terminal,
+    labels,
+    owned_by,
+    pod_condition,
+    pod_manifest,
+)
 
 #: How long after a ready pod's ``minReadySeconds`` the controller looks again (its requeue).
 _AFTER_MIN_READY = 1.0
@@ -55,9 +66,10 @@ class ReplicaSetController(WorldController):
             with contextlib.suppress(NotFound):
                 await self.cluster.delete(POD.key(namespace, str(meta(pod)["name"])))
         if surplus:
-            live = [pod for pod in await self._pods(rs) if is_active(pod)]
+            pods = await self._pods(rs)
+            live = [pod for pod in pods if is_active(pod)]
         now = self.clock()
-        found = rs_status(rs, live, now)
+        found = rs_status(rs, live, now, terminating=sum(1 for pod in pods if is_terminating(pod)))
         if found != status(rs):
             await self.cluster.replace_status(REPLICA_SET, {**rs, "status": found})
         return _next_available(rs, live, now)
@@ -123,9 +135,15 @@ def _descending(text: str) -> list[int]:
     return [-ord(char) for char in text]
 
 
-def rs_status(rs: JSONObject, pods: Sequence[JSONObject], now: float) -> JSONObject:
-    """The status the ReplicaSet controller writes for these active pods (zero counts left out but
-    ``replicas``, which the API always carries)."""
+def is_terminating(pod: JSONObject) -> bool:
+    """Deleted but not yet terminated (``controller.IsPodTerminating``)."""
+    return is_deleting(pod) and not is_terminal(pod)
+
+
+def rs_status(rs: JSONObject, pods: Sequence[JSONObject], now: float, *, terminating: int) -> JSONObject:
+    """The status the ReplicaSet controller writes for these active pods and ``terminating`` ones
+    (zero counts left out but ``replicas`` and ``terminatingReplicas``, which the API always carries
+    once kube-controller-manager counts terminating pods, as it does by default since 1.35)."""
     template_labels = ((spec(rs).get("template") or {}).get("metadata") or {}).get("labels") or {}
     min_ready = min_ready_seconds(rs)
     counts = {
@@ -136,7 +154,8 @@ def rs_status(rs: JSONObject, pods: Sequence[JSONObject], now: float) -> JSONObj
     }
     kept = {key: value for key, value in counts.items() if value}
     conditions = status(rs).get("conditions")
-    return {"replicas": len(pods), **kept, **({"conditions": conditions} if conditions else {})}
+    found = {"replicas": len(pods), **kept, "terminatingReplicas": terminating}
+    return found | ({"conditions": conditions} if conditions else {})
 
 
 def _next_available(rs: JSONObject, pods: Sequence[JSONObject], now: float) -> float | None:

@@ -159,6 +159,7 @@ async def test_a_deployment_reaches_its_ready_available_pods_and_says_so() -> No
             "readyReplicas": 3,
             "availableReplicas": 3,
             "observedGeneration": 1,
+            "terminatingReplicas": 0,
         }
         annotations = rs["metadata"]["annotations"]
         assert annotations["deployment.kubernetes.io/desired-replicas"] == "3"
