@@ -1,10 +1,12 @@
 """The simulated world's Deployment model against kube-controller-manager's own controllers.
 
-One scenario (a Deployment created, rolled twice under a revision history of 1, then scaled down)
-runs twice: on the real tier, where kube-controller-manager's Deployment and ReplicaSet controllers
-act and ``sim world`` only runs the pods, and on a memory cluster with the Deployment model on. After
-each step has settled, the Deployment and its ReplicaSets are read back; with the names' hashes (ours
-are not kube-controller-manager's digits) and the times taken out, both say the same.
+Each scenario runs twice: on the real tier, where kube-controller-manager's Deployment and
+ReplicaSet controllers act and ``sim world`` only runs the pods, and on a memory cluster with the
+Deployment model on. The scenarios: a Deployment created, rolled twice under a revision history of
+1, then scaled down; and one paused, changed, resumed, then rolled to pods that never run until its
+progress deadline passes. After each step has settled, the Deployment and its ReplicaSets are read
+back; with the names' hashes (ours are not kube-controller-manager's digits) and the times taken
+out, both say the same.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
 #: The memory side's pods, as fast as ``sim world``'s on the real tier.
 FAST = WorldSettings(schedule_delay=0.1, ready_delay=0.5, termination_delay=0.2, retry_delay=0.2)
 REVISION = "deployment.kubernetes.io/revision"
+COMPLETE = "NewReplicaSetAvailable"
 
 
 def deployment(namespace: str) -> JSONObject:
@@ -49,15 +52,18 @@ def deployment(namespace: str) -> JSONObject:
     }
 
 
-async def settled(cluster: Cluster, namespace: str) -> bool:
-    """The Deployment complete for its generation, and every ReplicaSet at its size and observed."""
+async def settled(cluster: Cluster, namespace: str, reason: str) -> bool:
+    """The Deployment's ``Progressing`` at ``reason`` for its generation (complete, for
+    ``NewReplicaSetAvailable``), and every ReplicaSet at its size and observed."""
     found = await cluster.get(DEPLOYMENT.key(namespace, "web"))
     status, replicas = found.get("status") or {}, found["spec"]["replicas"]
     progressing = [c for c in status.get("conditions") or () if c["type"] == "Progressing"]
     if status.get("observedGeneration") != found["metadata"]["generation"] or not progressing:
         return False
+    if progressing[0]["reason"] != reason:
+        return False
     counts = [status.get(key, 0) for key in ("replicas", "updatedReplicas", "availableReplicas")]
-    if counts != [replicas] * 3 or progressing[0]["reason"] != "NewReplicaSetAvailable":
+    if reason == COMPLETE and counts != [replicas] * 3:
         return False
     for rs in (await cluster.list(REPLICA_SET, namespace=namespace)).items:
         rs_status = rs.get("status") or {}
@@ -136,34 +142,69 @@ def scale(replicas: int) -> Step:
     return edit
 
 
+def paused(value: bool) -> Step:
+    def edit(spec: JSONObject) -> None:
+        spec["paused"] = value
+
+    return edit
+
+
+def held(spec: JSONObject) -> None:
+    """A template whose pods wait for a scheduling gate nobody lifts: they never run."""
+    spec["template"]["spec"]["schedulingGates"] = [{"name": "example.com/never"}]
+
+
+#: Each scenario: its Deployment's spec, then each change with the ``Progressing`` reason it settles at.
+SCENARIOS: dict[str, tuple[JSONObject, list[tuple[Step | None, str]]]] = {
+    "create, roll twice under a history of 1, scale down": (
+        {"revisionHistoryLimit": 1},
+        [(None, COMPLETE), (image("2"), COMPLETE), (image("3"), COMPLETE), (scale(2), COMPLETE)],
+    ),
+    "pause, change, resume, then a rollout that cannot progress": (
+        {"progressDeadlineSeconds": 5},
+        [
+            (None, COMPLETE),
+            (paused(True), "DeploymentPaused"),
+            (image("2"), "DeploymentPaused"),
+            (paused(False), COMPLETE),
+            (held, "ProgressDeadlineExceeded"),
+        ],
+    ),
+}
+
+
 async def scenario(
-    cluster: Cluster, namespace: str, sleep: Callable[[float], Awaitable[None]]
+    cluster: Cluster, namespace: str, name: str, sleep: Callable[[float], Awaitable[None]]
 ) -> list[JSONObject]:
-    """Create, roll twice, scale down: a snapshot after each step has settled."""
-    await cluster.create(DEPLOYMENT, deployment(namespace))
+    """The scenario ``name``: a snapshot after each step has settled."""
+    extra, steps = SCENARIOS[name]
+    document = deployment(namespace)
+    document["spec"] |= extra
+    await cluster.create(DEPLOYMENT, document)
     snapshots = []
-    for step in (None, image("2"), image("3"), scale(2)):
+    for step, reason in steps:
         if step is not None:
             current = await cluster.get(DEPLOYMENT.key(namespace, "web"))
             step(current["spec"])
             await cluster.replace(DEPLOYMENT, current)
         with anyio.fail_after(90):
-            while not await settled(cluster, namespace):
+            while not await settled(cluster, namespace, reason):
                 await sleep(0.2)
         snapshots.append(await snapshot(cluster, namespace))
     return snapshots
 
 
+@pytest.mark.parametrize("name", list(SCENARIOS))
 async def test_the_deployment_model_writes_what_kube_controller_manager_writes(
-    real: RealCluster, tmp_path: Path
+    name: str, real: RealCluster, tmp_path: Path
 ) -> None:
     # given the scenario run by kube-controller-manager, with sim world running the pods
     async with world(real, tmp_path):
-        theirs = await scenario(real.kube, real.namespace, anyio.sleep)
+        theirs = await scenario(real.kube, real.namespace, name, anyio.sleep)
 
     # when it runs on a memory cluster with the Deployment model on
     async with SimulatedCluster(FAST, deployments=True) as sim:
-        ours = await scenario(sim.cluster, "default", anyio.sleep)
+        ours = await scenario(sim.cluster, "default", name, anyio.sleep)
 
     # then after every step the Deployment and its ReplicaSets say the same
     for step, (mine, upstream) in enumerate(zip(ours, theirs, strict=True)):
