@@ -43,9 +43,11 @@ from dgd.sim.world.bootstrap import ensure_gpu_device_class
 from dgd.sim.world.checkpoint import CheckpointController
 from dgd.sim.world.controller import WorldController
 from dgd.sim.world.dcd import DCDController
+from dgd.sim.world.deployment import DeploymentController
 from dgd.sim.world.grove import GroveController
 from dgd.sim.world.node import NodeHeartbeat
 from dgd.sim.world.pods import PodLifecycle
+from dgd.sim.world.replicaset import ReplicaSetController
 
 DESCRIPTION = (
     "Run the simulation's world models against a Kubernetes API server, in real time, as kwok does for "
@@ -104,6 +106,13 @@ def add_commands(commands: Any) -> None:
         help="pods that may run at once; the rest stay pending (default: no limit)",
     )
     parser.add_argument(
+        "--deployments",
+        action="store_true",
+        help="also play kube-controller-manager's Deployment and ReplicaSet controllers (off by default: "
+        "the DCD controller above makes the DCDs' pods itself; and never beside a real "
+        "kube-controller-manager, which runs them already)",
+    )
+    parser.add_argument(
         "--qps", type=float, default=50.0, help="client-side rate limit, requests per second (default 50)"
     )
     parser.add_argument("--burst", type=int, default=100, help="client-side rate limit burst (default 100)")
@@ -154,7 +163,7 @@ async def _main(args: argparse.Namespace, chosen: WorldSettings) -> int:
         retrying = RetryingCluster(kube)
         served = await kube.group_versions()
         cluster: Cluster = Namespaced(retrying, args.namespace) if args.namespace else retrying
-        controllers = await _controllers(cluster, served)
+        controllers = await _controllers(cluster, served, deployments=args.deployments)
 
         def current() -> WorldSettings:
             return chosen
@@ -180,8 +189,11 @@ async def _main(args: argparse.Namespace, chosen: WorldSettings) -> int:
     return EXIT_OK
 
 
-async def _controllers(cluster: Cluster, served: list[str]) -> list[tuple[str, type[WorldController]]]:
-    """The world models whose APIs the cluster serves, in the simulation's order."""
+async def _controllers(
+    cluster: Cluster, served: list[str], *, deployments: bool = False
+) -> list[tuple[str, type[WorldController]]]:
+    """The world models whose APIs the cluster serves, in the simulation's order (the Deployment
+    and ReplicaSet controllers only if ``deployments``)."""
     # The node first: a real control plane deletes pods bound to a node that does not exist.
     found: list[tuple[str, type[WorldController]]] = []
     if await _serves(cluster, NODE):
@@ -198,6 +210,8 @@ async def _controllers(cluster: Cluster, served: list[str]) -> list[tuple[str, t
         else:
             missing = f"{resource.plural}.{resource.group}"
             print(f"dgd-operator sim world: {missing} is not served: no {name} controller", flush=True)
+    if deployments:
+        found += [("deployments", DeploymentController), ("replicasets", ReplicaSetController)]
     return found
 
 

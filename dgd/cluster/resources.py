@@ -258,6 +258,10 @@ POD = _raw("v1", "Pod", "pods", status=True)
 DEPLOYMENT = _raw(
     "apps/v1", "Deployment", "deployments", status=True, scale=ScalePaths(selector=".spec.selector")
 )
+#: What kube-controller-manager makes of a Deployment (the simulated world's Deployment model writes them).
+REPLICA_SET = _raw(
+    "apps/v1", "ReplicaSet", "replicasets", status=True, scale=ScalePaths(selector=".spec.selector")
+)
 ROLE = _raw("rbac.authorization.k8s.io/v1", "Role", "roles", has_spec=False, generation=False)
 ROLE_BINDING = _raw(
     "rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings", has_spec=False, generation=False
@@ -353,6 +357,7 @@ DEFAULT_RESOURCES: tuple[Resource[Any], ...] = (
     PVC,
     POD,
     DEPLOYMENT,
+    REPLICA_SET,
     ROLE,
     ROLE_BINDING,
     CLUSTER_ROLE,

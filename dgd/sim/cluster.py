@@ -11,7 +11,9 @@
   the discovery the operator's gates probe;
 * an ``ActorSystem`` whose ``/world`` supervisor runs the world models the operator relies on but
   does not run itself: ``/world/pods`` (scheduler and kubelets), ``/world/grove`` (when
-  ``grove.io`` is served), ``/world/dcd`` and ``/world/checkpoints``; plus, beside it, whatever
+  ``grove.io`` is served), ``/world/dcd`` and ``/world/checkpoints``, and, with ``deployments=True``
+  (off by default: the simulated DCD controller still makes the DCDs' pods itself),
+  kube-controller-manager's ``/world/deployments`` and ``/world/replicasets``; plus, beside it, whatever
   actors ``operator`` returns for the operator's client (one seed, one clock for all), reporting
   to ``metrics`` if given;
 * with an operator, its admission webhooks in the API server (``dgd.sim.admission``; ``admission=
@@ -45,13 +47,16 @@ from dgd.sim.world.bootstrap import Discovery, bootstrap, discovery
 from dgd.sim.world.checkpoint import CheckpointController
 from dgd.sim.world.controller import Resync, WorldController
 from dgd.sim.world.dcd import DCDController
+from dgd.sim.world.deployment import DeploymentController
 from dgd.sim.world.grove import GroveController
 from dgd.sim.world.pods import PodLifecycle
+from dgd.sim.world.replicaset import ReplicaSetController
 from dgd.sim.world.settings import WorldSettings
 
 #: Where the world models run in the actor tree.
 WORLD = "/world"
 PODS, GROVE, DCDS, CHECKPOINTS = (f"{WORLD}/{name}" for name in ("pods", "grove", "dcd", "checkpoints"))
+DEPLOYMENTS, REPLICA_SETS = f"{WORLD}/deployments", f"{WORLD}/replicasets"
 
 #: How far past a deadline ``run_for`` sleeps, so that what is due at the deadline has happened.
 SETTLE = 1e-6
@@ -77,8 +82,10 @@ class SimulatedCluster:
         metrics: Metrics | None = None,
         admission: bool = True,
         resources: Iterable[Resource[Any]] = DEFAULT_RESOURCES,
+        deployments: bool = False,
     ) -> None:
         self._settings = settings or WorldSettings()
+        self._deployments = deployments
         self._resources = tuple(resources)
         self._admission = admission
         self._seed = seed
@@ -149,7 +156,7 @@ class SimulatedCluster:
     async def reconfigure(self, settings: WorldSettings) -> None:
         """Put new settings in force; every world model reconciles everything again."""
         self._settings = settings
-        for path in (PODS, GROVE, DCDS, CHECKPOINTS):
+        for path in (PODS, GROVE, DCDS, CHECKPOINTS, DEPLOYMENTS, REPLICA_SETS):
             cell = self.system.lookup(path)
             if cell is not None:
                 await cell.ref.tell(Resync())
@@ -228,6 +235,8 @@ class SimulatedCluster:
         if self.discovery.serves("grove.io"):
             specs.append(spec("grove", GroveController))
         specs += [spec("dcd", DCDController), spec("checkpoints", CheckpointController)]
+        if self._deployments:
+            specs += [spec("deployments", DeploymentController), spec("replicasets", ReplicaSetController)]
         return Supervisor(specs, Supervision(intensity=20, period=60.0))
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from dgd.cluster.errors import AlreadyExists, Conflict, Invalid, NotFound, ServerError
 from dgd.cluster.protocol import Cluster, Preconditions
-from dgd.cluster.resources import CLUSTER_ROLE, CONFIG_MAP, DGD, DGDSA, POD
-from tests.conformance.builders import NS, config_map, dgd
+from dgd.cluster.resources import CLUSTER_ROLE, CONFIG_MAP, DEPLOYMENT, DGD, DGDSA, POD
+from tests.conformance.builders import NS, config_map, deployment, dgd
 
 pytestmark = pytest.mark.anyio
 
@@ -114,6 +114,19 @@ async def test_create_rejects_a_pod_whose_container_has_no_image(cluster: Cluste
 
     assert [cause.field for cause in raised.value.causes] == ["spec.containers[0].image"]
     assert "Required value" in str(raised.value)
+
+
+async def test_create_rejects_a_deployment_whose_selector_misses_its_template(cluster: Cluster) -> None:
+    """A Deployment's selector must select its pod template's labels: 422 Invalid naming
+    spec.template.metadata.labels."""
+    body = deployment("unselected")
+    body["spec"]["template"]["metadata"]["labels"] = {"app": "other", "tier": "web"}
+
+    with pytest.raises(Invalid) as raised:
+        await cluster.create(DEPLOYMENT, body)
+
+    assert [cause.field for cause in raised.value.causes] == ["spec.template.metadata.labels"]
+    assert "does not match template" in str(raised.value)
 
 
 async def test_get_of_a_missing_object_is_not_found(cluster: Cluster) -> None:

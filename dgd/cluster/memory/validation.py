@@ -4,8 +4,9 @@ The common ``ObjectMeta`` rules of the real API server (name, namespace, labels,
 finalizers, owner references), the schema of the kinds we model (the msgspec Struct is the same
 model the CRDs are generated from: the server's ``SchemaCheck``, the walk ``validate`` makes over the
 CRD schema, stands in for OpenAPI validation, with ``msgspec.convert`` behind it), and the
-``events.k8s.io/v1`` Event rules, and the container rules of a Pod (named, with an image). Other raw
-kinds get only the metadata checks.
+``events.k8s.io/v1`` Event rules, the container rules of a Pod (named, with an image), and of a
+Deployment's or ReplicaSet's pod template, whose labels its selector must select. Other raw kinds get
+only the metadata checks.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from typing import Any
 import msgspec
 
 from dgd.cluster.errors import Cause, Invalid
-from dgd.cluster.resources import EVENT, POD, Resource
+from dgd.cluster.memory.selectors import from_label_selector
+from dgd.cluster.resources import DEPLOYMENT, EVENT, POD, REPLICA_SET, Resource
 from dgd.messages.base import JSONObject, Model
 from dgd.messages.meta_validation import annotation_problems, label_problems, qualified_name
 
@@ -43,6 +45,8 @@ def validate(resource: Resource[Any], data: JSONObject, schema_check: SchemaChec
         causes.extend(_event_causes(data))
     if (resource.group, resource.plural) == (POD.group, POD.plural):
         causes.extend(_pod_causes(data.get("spec") or {}))
+    if (resource.group, resource.plural) in _WORKLOADS:
+        causes.extend(_workload_causes(data.get("spec") or {}))
     if causes:
         raise invalid(resource, metadata, causes)
 
@@ -122,6 +126,32 @@ def _pod_causes(spec: JSONObject) -> list[Cause]:
             for key in ("name", "image"):
                 if not (isinstance(container, dict) and container.get(key)):
                     causes.append(Cause(f"spec.{field}[{index}].{key}", "Required value"))
+    return causes
+
+
+_WORKLOADS = {(kind.group, kind.plural) for kind in (DEPLOYMENT, REPLICA_SET)}
+
+
+def _workload_causes(spec: JSONObject) -> list[Cause]:
+    """A Deployment's or ReplicaSet's: a selector that is not empty and selects its template's labels,
+    and a template that makes a valid Pod."""
+    template = spec.get("template") or {}
+    causes = [
+        Cause(f"spec.template.{cause.field}", cause.message)
+        for cause in _pod_causes(template.get("spec") or {})
+    ]
+    selector = spec.get("selector")
+    if not selector:
+        return [Cause("spec.selector", "Required value"), *causes]
+    try:
+        selects = from_label_selector(selector)
+    except Invalid as error:
+        return [Cause("spec.selector", str(error)), *causes]
+    if selects.empty:
+        causes.insert(0, Cause("spec.selector", "Invalid value: empty selector is invalid for deployment"))
+    elif not selects.matches((template.get("metadata") or {}).get("labels")):
+        why = "Invalid value: `selector` does not match template `labels`"
+        causes.insert(0, Cause("spec.template.metadata.labels", why))
     return causes
 
 
