@@ -37,7 +37,7 @@ from dgd.actors.machinery.loop import LoopParts, ReconcileObserver
 from dgd.actors.machinery.reader import Reader
 from dgd.actors.machinery.retries import Retries
 from dgd.actors.machinery.router import DEFAULT_RESYNC, Router
-from dgd.actors.machinery.sync import Syncer
+from dgd.actors.machinery.sync import Syncer, WriteNotices
 from dgd.actors.machinery.workers import Workers
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import (
@@ -228,7 +228,8 @@ class _Wiring:
         self.on_rejected = on_rejected
         self.reader = Reader(cluster, cache)
         self.recorder = Recorder(cluster, instance=instance, now=wall, on_dropped=on_events_dropped)
-        self.syncer = Syncer(cluster, cache, self.recorder)
+        self.notices = WriteNotices()
+        self.syncer = Syncer(cluster, cache, self.recorder, notices=self.notices)
         self.dgd_writer = DGDWriter(cluster, cache)
         self.dcd_writer = DCDWriter(cluster, cache)
         # Each controller's loop: its objects' reconcile backoffs outlive their actors' restarts (and the
@@ -246,7 +247,7 @@ class _Wiring:
             return Router(
                 cache=self.cache, dgds=DGDS, spawn=self.dgd_actor, adapters=ADAPTERS,
                 spawn_adapter=self.adapter_actor, informers={str(k) for k in kinds}, resync=resync,
-                dcds=DCDS if self.dcd_controller else None, spawn_dcd=self.dcd_actor,
+                dcds=DCDS if self.dcd_controller else None, spawn_dcd=self.dcd_actor, notices=self.notices,
             )  # fmt: skip
 
         def informers() -> Supervisor:

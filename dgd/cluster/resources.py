@@ -339,7 +339,10 @@ REGISTRATION_RESOURCES: tuple[Resource[Any], ...] = (
     SELF_SUBJECT_REVIEW,
 )
 
-#: Every kind the operator and the simulation touch.
+#: The kinds of the LeaderWorkerSet integration: served only by a cluster that has it installed.
+LWS_RESOURCES: tuple[Resource[Any], ...] = (LWS, POD_GROUP)
+
+#: Every kind the operator and the simulation touch (on a cluster without LeaderWorkerSet).
 DEFAULT_RESOURCES: tuple[Resource[Any], ...] = (
     DGD,
     DCD,
@@ -362,8 +365,6 @@ DEFAULT_RESOURCES: tuple[Resource[Any], ...] = (
     ROLE_BINDING,
     CLUSTER_ROLE,
     INGRESS,
-    LWS,
-    POD_GROUP,
     LEASE,
     INFERENCE_POOL,
     RESOURCE_CLAIM_TEMPLATE,

@@ -37,7 +37,7 @@ import anyio.abc
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.memory.store import Change
 from dgd.cluster.protocol import Cluster
-from dgd.cluster.resources import DEFAULT_RESOURCES, Resource
+from dgd.cluster.resources import DEFAULT_RESOURCES, LWS_RESOURCES, Resource
 from dgd.messages.config import OperatorConfig
 from dgd.runtime import ActorSystem, ChildSpec, LoopClock, Metrics, Supervision, Supervisor
 from dgd.sim.admission import SIMULATED_OPERATOR, simulated_admission, webhook_chain
@@ -49,6 +49,7 @@ from dgd.sim.world.controller import Resync, WorldController
 from dgd.sim.world.dcd import DCDController
 from dgd.sim.world.deployment import DeploymentController
 from dgd.sim.world.grove import GroveController
+from dgd.sim.world.lws import LeaderWorkerSetController
 from dgd.sim.world.pods import PodLifecycle
 from dgd.sim.world.replicaset import ReplicaSetController
 from dgd.sim.world.settings import WorldSettings
@@ -187,8 +188,9 @@ class SimulatedCluster:
         loop = self._loop = asyncio.get_running_loop()
         self._start = loop.time()
         seeds = random.Random(self._seed)
+        lws = self._settings_serve_lws()
         server = MemoryCluster(
-            resources=self._resources,
+            resources=self._resources + (LWS_RESOURCES if lws else ()),
             clock=self.now,
             rng=random.Random(seeds.getrandbits(64)),
             history_size=self._history_size,
@@ -224,6 +226,10 @@ class SimulatedCluster:
         # The system suppresses only its own cancellation, and then raises its failure instead.
         await self.system.__aexit__(exc_type, exc, tb)
 
+    def _settings_serve_lws(self) -> bool:
+        """Whether the world's discovery serves LeaderWorkerSet (its kinds are then served too)."""
+        return any(group.startswith("leaderworkerset.x-k8s.io/") for group in self._settings.served_groups)
+
     def _world(self, cluster: Cluster) -> Supervisor:
         def current() -> WorldSettings:
             return self._settings
@@ -234,9 +240,14 @@ class SimulatedCluster:
         specs = [spec("pods", PodLifecycle)]
         if self.discovery.serves("grove.io"):
             specs.append(spec("grove", GroveController))
-        specs += [spec("dcd", DCDController), spec("checkpoints", CheckpointController)]
         if self._deployments:
+            # The operator runs the DCD controller: the world plays what Kubernetes makes of its output.
             specs += [spec("deployments", DeploymentController), spec("replicasets", ReplicaSetController)]
+            if self.discovery.serves("leaderworkerset.x-k8s.io"):
+                specs.append(spec("leaderworkersets", LeaderWorkerSetController))
+        else:
+            specs.append(spec("dcd", DCDController))
+        specs.append(spec("checkpoints", CheckpointController))
         return Supervisor(specs, Supervision(intensity=20, period=60.0))
 
 

@@ -38,6 +38,7 @@ def simulated_operator(
     reconciles: ReconcileObserver | None = None,
     workers: int | None = DEFAULT_WORKERS,
     admission: bool = True,
+    dcd_controller: bool = True,
 ) -> SimulatedCluster:
     """A simulated cluster running the operator (see the module); enter it to start both
     (``admission=False``: without the operator's webhooks installed)."""
@@ -54,10 +55,18 @@ def simulated_operator(
             keys=KeyPool(random.Random(seed)),
             reconciles=reconciles,
             workers=Workers(workers) if workers is not None else None,
+            dcd_controller=dcd_controller,
+            dcd_workers=Workers(workers) if workers is not None else None,
         )
 
     sim = SimulatedCluster(
-        settings, seed=seed, config=config, operator=operator, metrics=metrics, admission=admission
+        settings,
+        seed=seed,
+        config=config,
+        operator=operator,
+        metrics=metrics,
+        admission=admission,
+        deployments=dcd_controller,
     )
     holder.append(sim)
     return sim

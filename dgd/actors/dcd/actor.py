@@ -15,8 +15,8 @@ order of §2.2:
    upstream's operator wrote is taken over without a write), and what it renders away is deleted
    when this DCD controls it;
 5. the status: ``Available`` and ``DynamoComponentReady`` from the workload's readiness (§2.6.2),
-   ``status.component``, ``observedGeneration``; then the events ``No changes to dynamo deployment``
-   (when no child was written) and ``All resources updated!``, after the status is stored.
+   ``status.component``, ``observedGeneration``; then, when a child was written, the event ``All
+   resources updated!``, after the status is stored (a pass that wrote nothing records nothing).
 
 An API error or a refused render after step 3 is said on the DCD (Warning ``ReconcileError``, and
 ``Available=False/Reconciling`` naming it, best effort) and retried after the DCD's backoff; a
@@ -117,6 +117,8 @@ class DCDActor(Reconciler):
         self._config = config
         self._gates = gates
         self._wall = wall
+        #: The DCD as the running pass last read or wrote it.
+        self._held: DynamoComponentDeployment | None = None
 
     def _dcd(self) -> DynamoComponentDeployment | None:
         return self._reader.cache.get(DCD, self._namespace, self._name)
@@ -166,15 +168,19 @@ class DCDActor(Reconciler):
             await self._writer.set_finalizers(dcd, kept, f"removed finalizer {FINALIZER}")
 
     async def _pass(self, dcd: DynamoComponentDeployment) -> None:
-        """Steps 5-13 of §2.2; ``StepFailed`` names the step that failed."""
+        """Steps 5-13 of §2.2; ``StepFailed`` names the step that failed (``self._held`` is then the
+        DCD as this pass last wrote it, which the failure is written on)."""
+        self._held = dcd
         try:
             finalizers = dcd.metadata.finalizers or []
             if FINALIZER not in finalizers:
-                dcd = await self._writer.set_finalizers(
+                dcd = self._held = await self._writer.set_finalizers(
                     dcd, [*finalizers, FINALIZER], f"added finalizer {FINALIZER}"
                 )
             if not dcd_status.has_conditions(dcd):
-                dcd = await self._writer.write_status(dcd, dcd_status.starting(dcd, now=self._now()))
+                dcd = self._held = await self._writer.write_status(
+                    dcd, dcd_status.starting(dcd, now=self._now())
+                )
                 await self._recorder.emit(dcd, dcd_status.reconciling())
         except Conflict:
             raise
@@ -188,9 +194,10 @@ class DCDActor(Reconciler):
             raise
         except ClusterError as error:
             raise StepFailed(f"failed to set status condition and service replica status: {error}") from error
-        if not modified:
-            await self._recorder.emit(dcd, dcd_status.no_changes(dcd.metadata.name or ""))
-        await self._recorder.emit(dcd, dcd_status.all_updated())
+        # Departure (§2.13 #16): a pass that wrote no child records no event (upstream records "No changes
+        # to dynamo deployment" and "All resources updated!" on every pass, resyncs included).
+        if modified:
+            await self._recorder.emit(dcd, dcd_status.all_updated())
 
     async def _sync_children(self, dcd: DynamoComponentDeployment) -> tuple[str, JSON, bool]:
         """Render and sync every child in step order; the runtime namespace, the workload as the sync
@@ -312,7 +319,7 @@ class DCDActor(Reconciler):
 
     async def _say_failed(self, message: str) -> None:
         """§2.6.3: the Warning, then ``Available=False/Reconciling`` naming the error (best effort)."""
-        dcd = self._dcd()
+        dcd = self._held
         if dcd is None:
             return
         await self._recorder.emit(dcd, dcd_status.reconcile_failed(message))

@@ -2,7 +2,10 @@
 
 Only the DCD actor holds a ``DCDWriter``. Every write carries the resourceVersion the caller holds:
 a DCD changed meanwhile is a ``Conflict``, and the reconcile starts again from fresh state. Each
-returns the DCD as stored after the write and records it in the cache. A status write logs one line
+returns the DCD as stored after the write. A finalizer write is recorded in the cache; a status write
+is not: its watch event must reach the router as a change, which is how the DGD that owns the DCD
+learns that its component became ready (a reconcile that runs before that event reads the older
+status, and its write is a ``Conflict``, retried). A status write logs one line
 at info when it moves the ``Available`` condition (``Unknown -> False/DeploymentNotReady``), at
 debug otherwise; a finalizer write logs one at info. The lines carry ``dcd``, ``verb``, ``object``
 and ``why``.
@@ -82,7 +85,6 @@ class DCDWriter:
         written = await self._cluster.patch_status(
             key, {"status": change}, resource_version=dcd.metadata.resource_version
         )
-        self._cache.observe(DCD, written)
         was, now = summary(dcd.status), summary(status)
         if was != now:
             why = f"Available {was} -> {now}"

@@ -34,6 +34,7 @@ from dgd.actors.machinery.routes import (
     dgd_nudges,
     object_key,
 )
+from dgd.actors.machinery.sync import WriteNotices
 from dgd.cluster.resources import DCD, DGD, DGDSA
 from dgd.runtime import (
     Actor,
@@ -59,7 +60,15 @@ class Resync(msgspec.Struct, frozen=True):
     """Nudge every DGD (sent by the router to itself every resync period)."""
 
 
-RouterMessage = Observed | Synced | Resync
+class Written(msgspec.Struct, frozen=True):
+    """The operator wrote this object (``WriteNotices``): its watch event will look like no change."""
+
+    resource: str
+    namespace: str | None
+    name: str
+
+
+RouterMessage = Observed | Synced | Resync | Written
 
 #: Builds the actor of the object ``namespace/name`` (a DGD, or a scaling adapter).
 Spawn = Callable[[str, str], ChildSpec[Any]]
@@ -91,6 +100,7 @@ class Router(Actor[RouterMessage]):
         resync: float | None = DEFAULT_RESYNC,
         dcds: str | None = None,
         spawn_dcd: Spawn | None = None,
+        notices: WriteNotices | None = None,
     ) -> None:
         self._cache = cache
         self._dgds = ObjectActors(dgds, spawn)
@@ -99,10 +109,23 @@ class Router(Actor[RouterMessage]):
         self._dcds = ObjectActors(dcds, spawn_dcd) if dcds is not None and spawn_dcd is not None else None
         self._informers = frozenset(informers)
         self._resync = resync
+        self._notices = notices
         self._live = False
         self._timer: Timer | None = None
 
     async def on_start(self) -> None:
+        if self._notices is not None and self._dcds is not None:
+            ref = self.context.ref
+
+            def heard(resource: str, namespace: str | None, name: str) -> None:
+                try:
+                    ref.tell_nowait(Written(resource, namespace, name))
+                except MailboxFull:
+                    logger.warning(
+                        "router mailbox full: a write of %s %s/%s not routed", resource, namespace, name
+                    )
+
+            self._notices.attach(heard)
         if self._resync:
             self._schedule_resync()
         if self._all_synced():
@@ -120,6 +143,10 @@ class Router(Actor[RouterMessage]):
             case Observed(resource=resource, type=event_type, old=old, new=new, relisted=relisted):
                 if self._live:
                     await self._route(resource, event_type, old, new, relisted)
+            case Written(resource=resource, namespace=namespace, name=name):
+                # A DCD the DGD controller wrote: its spec may have changed, which the DCD actor must see.
+                if self._live and self._dcds is not None and resource == str(DCD):
+                    self._nudge_if_running(self._dcds, f"{namespace}/{name}")
             case Resync():
                 self._schedule_resync()
                 for family in self._families():

@@ -72,6 +72,23 @@ def decode(resource: Resource[T], raw: JSON) -> T:
     return cast("T", msgspec.convert(raw, resource.model))
 
 
+class WriteNotices:
+    """Says to the router which objects this operator just wrote. A write is recorded in the cache, so
+    its watch event reaches the router as no change; a controller that watches what another of ours
+    writes (the DCD controller, the DCDs a DGD writes) hears of it from here instead."""
+
+    def __init__(self) -> None:
+        self._listener: Callable[[str, str | None, str], None] | None = None
+
+    def attach(self, listener: Callable[[str, str | None, str], None]) -> None:
+        """Who hears of writes from now on (the router, as it starts)."""
+        self._listener = listener
+
+    def written(self, resource: Resource[Any], namespace: str | None, name: str) -> None:
+        if self._listener is not None:
+            self._listener(str(resource), namespace, name)
+
+
 class _Turns:
     """The lock of one shared object, and how many reconciles hold it or wait for it."""
 
@@ -84,10 +101,14 @@ class _Turns:
 class Syncer:
     """Writes children of DGDs and DCDs: SyncResource, deletion of what is no longer rendered, creates."""
 
-    def __init__(self, cluster: Cluster, cache: Cache, recorder: Recorder) -> None:
+    def __init__(
+        self, cluster: Cluster, cache: Cache, recorder: Recorder, *, notices: WriteNotices | None = None
+    ) -> None:
         self._cluster = cluster
         self._cache = cache
         self._recorder = recorder
+        #: Told of every write, for the controllers the writer's own cache hides it from.
+        self._notices = notices
         # The reads of ``prune`` (what an owner controls), as every reconciler reads them.
         self._reader = Reader(cluster, cache)
         # (resource, namespace, name) -> the turns of the reconciles that ensure that shared object.
@@ -277,6 +298,8 @@ class Syncer:
             failed = events.write_failed("Update", key.resource.kind, key.namespace, key.name, str(error))
             await self._recorder.emit(owner, failed)
             raise
+        if self._notices is not None:
+            self._notices.written(key.resource, key.namespace, key.name)
         what = f"scaled from {before} to {replicas} replicas"
         record = events.updated(key.resource.kind, key.namespace, key.name, what)
         await self._announce(owner, record, "update", key.resource, key.namespace, key.name, what)
@@ -319,6 +342,8 @@ class Syncer:
         result = decode(resource, written)
         if observe:
             self._cache.observe(resource, result)
+        if self._notices is not None:
+            self._notices.written(resource, namespace, name)
         return result
 
     async def delete(

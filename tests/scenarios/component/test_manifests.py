@@ -21,8 +21,12 @@ from tests.scenarios.grove.stage import NS, on_stage
 
 pytestmark = pytest.mark.anyio
 
+#: Upstream's Grove fixture: its multinode decode worker has a command and no args, which a
+#: LeaderWorkerSet pod may not (dcd-controller §4 case 22): it runs on Grove only.
+ARGLESS_MULTINODE = "ai-dynamo-dynamo/deploy/operator/internal/controller/testdata/dgd/grove/input.yaml"
+
 SUPPORTED: dict[str, Graph] = {
-    **graphs.SUPPORTED,
+    **{path: graph for path, graph in graphs.SUPPORTED.items() if path != ARGLESS_MULTINODE},
     "ai-dynamo-dynamo/deploy/operator/internal/controller/testdata/dgd/components/input.yaml": Graph(
         "component-manifests", (Component("frontend"), Component("decode", replicas=2, worker=True))
     ),
@@ -47,10 +51,15 @@ def expected_events(graph: Graph, worker_hash: str) -> list[tuple[str, str, str]
 
 
 def component_status(graph: Graph, component: Component, worker_hash: str) -> ComponentReplicaStatus:
-    """A multinode component is a LeaderWorkerSet, the others a Deployment: ready and available."""
-    kind: ComponentKind = "LeaderWorkerSet" if component.multinode else "Deployment"
+    """A multinode component is a LeaderWorkerSet ``<dcd>-0``, ready (one reports no available replicas),
+    the others a Deployment named like the DCD, ready and available (dcd-controller §2.6.1)."""
     name = dcd_name(graph, component, worker_hash)
-    return graphs.replica_status(graph, component, worker_hash, kind, name, ready=True, available=True)
+    if component.multinode:
+        lws: ComponentKind = "LeaderWorkerSet"
+        return graphs.replica_status(graph, component, worker_hash, lws, f"{name}-0", ready=True)
+    return graphs.replica_status(
+        graph, component, worker_hash, "Deployment", name, ready=True, available=True
+    )
 
 
 @pytest.mark.parametrize("path", sorted(SUPPORTED))
@@ -98,3 +107,23 @@ async def test_a_multinode_graph_without_leaderworkerset_fails_naming_the_missin
             "no multinode orchestrator available",
         )
         assert (await stage.user.list(DCD, namespace=NS)).items == []
+
+
+async def test_a_multinode_worker_without_args_is_refused_by_the_dcd_controller_naming_why() -> None:
+    async with on_stage(graphs.WITH_LWS) as stage:
+        # given upstream's Grove fixture on the Component pathway, with LeaderWorkerSet served
+        name = await stage.apply(load(ARGLESS_MULTINODE))
+
+        # when the DCD controller has tried its multinode worker
+        await stage.sim.run_for(60)
+
+        # then that DCD says, as upstream's DCD controller would, why its LeaderWorkerSet cannot be
+        # made, and the graph is not successful
+        dcds = {d.spec.name: d for d in (await stage.user.list(DCD, namespace=NS)).items}
+        worker = dcds["decode"]
+        available = next(
+            c for c in (worker.status.conditions if worker.status else None) or () if c.type == "Available"
+        )
+        assert (available.status, available.reason) == ("False", "Reconciling")
+        assert (available.message or "").endswith("container Args cannot be empty for LWS pod")
+        assert (await stage.dgd(name)).status.state == "pending"  # type: ignore[union-attr]

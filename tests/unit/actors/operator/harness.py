@@ -27,7 +27,18 @@ from dgd.actors.tree import DGDS, operator_children
 from dgd.cluster.errors import NotFound
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.protocol import Cluster
-from dgd.cluster.resources import CLUSTER_ROLE, DGD, EVENT, NAMESPACE, PCLQ, PCS, PCSG, SECRET
+from dgd.cluster.resources import (
+    CLUSTER_ROLE,
+    DEFAULT_RESOURCES,
+    DGD,
+    EVENT,
+    LWS_RESOURCES,
+    NAMESPACE,
+    PCLQ,
+    PCS,
+    PCSG,
+    SECRET,
+)
 from dgd.domain.gates import Gates, effective_config
 from dgd.domain.render.ssh_keys import KeyPair, KeySource
 from dgd.messages.config import OperatorConfig
@@ -299,7 +310,8 @@ async def running_operator(
     in, e.g. to record its requests and their answers)."""
     ticks = itertools.count()
     wall = lambda: EPOCH + next(ticks)  # noqa: E731
-    server = MemoryCluster(clock=wall, rng=random.Random(seed))
+    served = DEFAULT_RESOURCES + (LWS_RESOURCES if gates.lws else ())
+    server = MemoryCluster(resources=served, clock=wall, rng=random.Random(seed))
     client = server.client()
     counting = CountingCluster.__new__(CountingCluster)
     counting.__dict__.update(client.__dict__)
