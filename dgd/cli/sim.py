@@ -41,7 +41,7 @@ from dgd.cli.exits import (
 )
 from dgd.cli.inputs import read_config, read_manifests, shown, writable, write_output
 from dgd.cli.replay import add_command as add_replay_command
-from dgd.cluster.errors import ClusterError
+from dgd.cluster.errors import ClusterError, RequestEntityTooLarge
 from dgd.cluster.resources import DEFAULT_RESOURCES, DGD, EVENT, Resource
 from dgd.daemon.logs import FORMATS, LEVELS, configure
 from dgd.domain.admission.schema import check
@@ -49,6 +49,7 @@ from dgd.domain.conversion.dgd import ConversionError, dgd_to_v1beta1
 from dgd.domain.gates import GateError
 from dgd.messages.config import OperatorConfig
 from dgd.messages.dgd import API_VERSION_V1ALPHA1, KIND, DynamoGraphDeployment
+from dgd.messages.meta_validation import annotation_problems, request_too_large
 from dgd.messages.trace import write_trace
 from dgd.messages.v1alpha1 import DynamoGraphDeploymentV1Alpha1
 from dgd.sim import SimulatedCluster, WorldSettings, run
@@ -184,6 +185,19 @@ def _apply(args: argparse.Namespace) -> int:
     except ClusterError as exc:
         # The simulated API server refused what the files ask it to set up (e.g. a namespace name).
         raise Invalid(f"the simulated cluster refused the input: {cluster_problem(exc)}") from None
+
+
+def _too_large(document: dict[str, Any]) -> str:
+    """What makes a document too large for the API server to read, said after its 413, as ``validate``
+    says it: the document's size, and annotations over their own limit (which the server, refusing the
+    request unread, never names)."""
+    said = f"; {request_too_large(str(document.get('kind')), len(msgspec.json.encode(document)))}"
+    annotations = document["metadata"].get("annotations") or {}
+    texts = {key: value for key, value in annotations.items() if isinstance(value, str)}
+    sizes = [
+        f"; {field}: {why}" for field, why in annotation_problems(texts) if field == "metadata.annotations"
+    ]
+    return said + "".join(sizes)
 
 
 class _Row(msgspec.Struct, frozen=True):
@@ -333,6 +347,8 @@ class _Session:
                 await sim.cluster.create(resource.as_raw(), document)
             except ClusterError as exc:
                 problem = cluster_problem(exc)
+                if isinstance(exc, RequestEntityTooLarge):
+                    problem += _too_large(document)
                 refused = problem if exc.subject else f"{kind} {meta.get('name')}: {problem}"
                 print(
                     f"dgd-operator sim apply: error: the simulated cluster refused {refused}", file=sys.stderr

@@ -1,5 +1,5 @@
 """The API server's rules for an object's labels and annotations (apimachinery's ``ValidateLabels``,
-``ValidateAnnotations`` and ``IsQualifiedName``), with its limits, in one place.
+``ValidateAnnotations`` and ``IsQualifiedName``), with its limits (and the size of a request), in one place.
 
 The memory API server refuses a write with them, and ``validate`` and admission report them, so what
 ``validate`` passes the real API server, ``sim apply`` and ``sim serve`` store, and the other way round.
@@ -14,6 +14,9 @@ from collections.abc import Iterator, Mapping
 
 #: The most bytes an object's annotations (keys and values together) may hold, as the API server counts.
 ANNOTATIONS_LIMIT = 256 * 1024
+#: The largest request body the API server reads (``--max-request-bytes``' default, 3 MiB): it answers a
+#: larger one 413 before it decodes or validates anything.
+REQUEST_LIMIT = 3 * 1024 * 1024
 #: The longest DNS-1123 subdomain (a key's prefix), and the longest name part or label value.
 SUBDOMAIN_LIMIT, NAME_LIMIT = 253, 63
 
@@ -89,6 +92,14 @@ def annotation_problems(annotations: Mapping[str, str]) -> Iterator[tuple[str, s
             f"Too long: may not be more than {ANNOTATIONS_LIMIT} bytes (256 KiB, keys and values "
             f"together); they hold {size} bytes",
         )
+
+
+def request_too_large(kind: str, size: int) -> str:
+    """What is said of an object of ``kind`` that is ``size`` bytes as JSON, over the request limit."""
+    return (
+        f"Too large: the {kind} is {size} bytes as JSON, and the API server reads no request over "
+        f"{REQUEST_LIMIT} bytes (3 MiB)"
+    )
 
 
 def _shown(text: str) -> str:

@@ -4,9 +4,16 @@ and our webhooks registered, as ``kubectl create --dry-run=server --validate=str
 file, as a user would), and each refusal names the field ``validate`` names.
 
 ``tests/unit/cli/test_corpus_parity.py`` holds ``validate`` and ``sim apply`` to the same verdicts; the
-two together put every case through all three. Where kubectl reads a file otherwise than the API
-server would, the file's text also goes to the server as it is (``docs/decisions.md``, "The corpus on
-the real API server").
+two together put every case through all three. The corpus is the files of ``tests/corpus/invalid`` and
+the cases ``tests/corpus/generated.py`` writes at test time (annotations of 1 MiB and 5 MiB, a 4 MiB pod
+template). Where kubectl reads a file otherwise than the API server would, the file's text also goes to
+the server as it is (``docs/decisions.md``, "The corpus on the real API server").
+
+A request over the server's limit (3 MiB: the 5 MiB annotation, the 4 MiB pod template) is refused with
+a 413 before anything in it is validated, so the server names no field: what is compared is the verdict
+(refused, by the server as by ``validate``) and that the server said why (the limit); that ``validate``
+names the size, the field and what is allowed is held by its stated errors
+(``tests/unit/domain/test_validation.py``) and by ``tests/unit/cli/test_corpus_parity.py``.
 """
 
 from __future__ import annotations
@@ -23,7 +30,9 @@ from dgd.cli import main
 from dgd.cluster.errors import AlreadyExists, NotFound
 from dgd.cluster.kube.adapter import KubeCluster
 from dgd.cluster.resources import CLUSTER_TOPOLOGY_BINDING, DGD
+from dgd.messages.meta_validation import REQUEST_LIMIT
 from tests.conftest import kubectl
+from tests.corpus.generated import GeneratedCase, generated_cases
 from tests.e2e.operators import Operators
 from tests.real.controlplane import ControlPlane
 from tests.real.harness import LEASE_NS, RealCluster, ensure_namespace, new_namespace
@@ -138,15 +147,18 @@ def names(said: str, field: str) -> bool:
 def _cases() -> Iterator[Any]:
     for path in sorted(CORPUS.glob("*.yaml")):
         yield pytest.param(path, id=path.stem)
+    for case in generated_cases():
+        yield pytest.param(case, id=case.name)
     for path in dgd_files():
         yield pytest.param(path, id=str(path.relative_to(UPSTREAM)))
 
 
-@pytest.mark.parametrize("path", list(_cases()))
+@pytest.mark.parametrize("case", list(_cases()))
 async def test_the_real_api_server_gives_each_file_the_verdict_validate_gives(
-    server: RealCluster, path: Path, capsys: pytest.CaptureFixture[str]
+    server: RealCluster, case: Path | GeneratedCase, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # given what validate says of a corpus case or an upstream file of DGDs
+    path = case if isinstance(case, Path) else case.write(tmp_path)
     refused, errors = validated(str(path), capsys)
 
     # when the file goes to the real API server as a strict server-side dry run
@@ -159,6 +171,10 @@ async def test_the_real_api_server_gives_each_file_the_verdict_validate_gives(
 
     # then the server refuses exactly what validate refuses
     assert real.refused == refused, real.said
+    if isinstance(case, GeneratedCase) and case.too_large:
+        # (refused for its size before it was validated: the verdict is compared, and the server's why)
+        assert f"limit is {REQUEST_LIMIT}" in real.said, real.said
+        return
     # and names each field validate names
     for error in errors:
         field = field_of(error)

@@ -20,9 +20,7 @@ from dgd.cluster.protocol import SCALE_API_VERSION, Scale, ScaleSpec, ScaleStatu
 from dgd.cluster.resources import ObjectKey
 from dgd.messages.base import JSONObject
 from dgd.messages.meta import ObjectMeta
-
-#: The largest request body the real API server takes (``--max-request-bytes``' default, 3 MiB).
-REQUEST_LIMIT = 3 * 1024 * 1024
+from dgd.messages.meta_validation import REQUEST_LIMIT
 
 
 def to_json(obj: Any) -> JSONObject:

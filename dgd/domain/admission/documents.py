@@ -1,8 +1,9 @@
 """Admission of any manifest document: which kinds we check, which we skip, and why.
 
 DGDs are checked in full (v1alpha1 ones are converted to v1beta1 first, with errors reported at
-their v1alpha1 paths). Documents of other API groups are skipped. A document in the ``nvidia.com``
-group whose kind is not a Dynamo kind is an error at ``kind``: it is most likely a typo.
+their v1alpha1 paths), and for their size: a DGD over the API server's request limit is an error
+first. Documents of other API groups are skipped. A document in the ``nvidia.com`` group whose kind
+is not a Dynamo kind is an error at ``kind``: it is most likely a typo.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dgd.domain.admission.validation import Verdict, admit
 from dgd.domain.conversion.component import is_legacy_type
 from dgd.domain.conversion.dgd import ConversionError, dgd_to_v1beta1
 from dgd.messages.dgd import API_VERSION, API_VERSION_V1ALPHA1, GROUP, KIND
+from dgd.messages.meta_validation import REQUEST_LIMIT, request_too_large
 from dgd.messages.v1alpha1 import DynamoGraphDeploymentV1Alpha1
 
 #: Dynamo kinds of the nvidia.com group that this command knows but does not check.
@@ -73,18 +75,22 @@ def admit_document(document: Any, *, grove_enabled: bool = True) -> DocumentVerd
             "invalid", label, [FieldError("kind", f"{show(kind)} is not an {GROUP} kind{hint}")]
         )
     if api_version == API_VERSION_V1ALPHA1:
-        return _verdict(label, _admit_v1alpha1(document, grove_enabled))
+        return _verdict(label, document, _admit_v1alpha1(document, grove_enabled))
     if api_version != API_VERSION:
         allowed = f"{API_VERSION} or {API_VERSION_V1ALPHA1}"
         return DocumentVerdict(
             "invalid", label, [FieldError("apiVersion", f"{show(api_version)} is not {allowed}")]
         )
-    return _verdict(label, admit(document, grove_enabled=grove_enabled))
+    return _verdict(label, document, admit(document, grove_enabled=grove_enabled))
 
 
-def _verdict(label: str, verdict: Verdict) -> DocumentVerdict:
-    outcome: Outcome = "invalid" if verdict.errors else "valid"
-    return DocumentVerdict(outcome, label, verdict.errors, verdict.warnings)
+def _verdict(label: str, document: dict[str, Any], verdict: Verdict) -> DocumentVerdict:
+    # The API server reads no request over its limit: that comes first, and the rest is what it would
+    # say if it read it (the annotations' own limit, say).
+    size = len(msgspec.json.encode(document))
+    errors = [FieldError("", request_too_large(KIND, size))] if size > REQUEST_LIMIT else []
+    errors += verdict.errors
+    return DocumentVerdict("invalid" if errors else "valid", label, errors, verdict.warnings)
 
 
 def _admit_v1alpha1(document: dict[str, Any], grove_enabled: bool) -> Verdict:

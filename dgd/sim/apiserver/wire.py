@@ -18,9 +18,9 @@ import yaml
 from aiohttp import web
 
 from dgd.cluster.errors import ClusterError, Invalid, RequestEntityTooLarge, TooManyRequests
-from dgd.cluster.memory.bodies import REQUEST_LIMIT
 from dgd.cluster.protocol import Scale
 from dgd.messages.base import JSONObject
+from dgd.messages.meta_validation import REQUEST_LIMIT
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"

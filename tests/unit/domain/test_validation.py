@@ -17,6 +17,7 @@ from dgd.domain.admission.validation import admit
 from dgd.domain.conversion.dgd import dgd_to_v1beta1
 from dgd.domain.manifests import ManifestError, load_manifests
 from dgd.messages.dgd import API_VERSION
+from tests.corpus.generated import generated_cases
 from tests.unit.domain.dgd_cases import runtime_image, small_dgd
 from tests.upstream import dgd_documents
 
@@ -27,31 +28,36 @@ EXPECT, XFAIL = "# expect: ", "# xfail: "
 class CorpusCase(NamedTuple):
     """A broken manifest and the header that states every error it must produce, in output order."""
 
-    path: Path
+    name: str
+    text: str
     expected: list[str]
     xfail: str | None
 
 
-def _read_case(path: Path) -> CorpusCase:
+def _read_case(name: str, text: str) -> CorpusCase:
     expected: list[str] = []
     xfail = None
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in text.splitlines():
         if not line.startswith("#"):
             break
         if line.startswith(EXPECT):
             expected.append(line.removeprefix(EXPECT))
         elif line.startswith(XFAIL):
             xfail = line.removeprefix(XFAIL)
-    return CorpusCase(path, expected, xfail)
+    return CorpusCase(name, text, expected, xfail)
+
+
+def _files() -> list[CorpusCase]:
+    return [_read_case(path.stem, path.read_text(encoding="utf-8")) for path in sorted(CORPUS.glob("*.yaml"))]
 
 
 def _corpus() -> list[Any]:
-    cases = [_read_case(path) for path in sorted(CORPUS.glob("*.yaml"))]
+    cases = _files() + [_read_case(case.name, case.text) for case in generated_cases()]
     # A known validator bug is a strict xfail: fixing it turns the case red until its header is updated.
     return [
         pytest.param(
             case,
-            id=case.path.stem,
+            id=case.name,
             marks=[pytest.mark.xfail(reason=case.xfail, strict=True)] if case.xfail else [],
         )
         for case in cases
@@ -69,20 +75,18 @@ def _reported_errors(text: str) -> list[str]:
 
 def test_corpus_holds_at_least_forty_broken_manifests() -> None:
     # given the corpus directory
-    cases = [_read_case(path) for path in CORPUS.glob("*.yaml")]
+    cases = _files()
 
     # then it is large enough to cover the admission rules, and every file states what it expects
     assert len(cases) >= 40
-    assert [c.path.name for c in cases if not c.expected] == []
+    assert [c.name for c in cases if not c.expected] == []
 
 
 @pytest.mark.parametrize("case", _corpus())
 def test_broken_manifest_reports_exactly_its_stated_errors(case: CorpusCase) -> None:
     # given a manifest with one deliberate mistake and the errors its header states
-    text = case.path.read_text(encoding="utf-8")
-
     # when it is loaded and admitted
-    errors = _reported_errors(text)
+    errors = _reported_errors(case.text)
 
     # then the mistake is found, and nothing else is reported
     assert errors == case.expected
