@@ -3,10 +3,10 @@
 Each scenario runs twice: on the real tier, where kube-controller-manager's Deployment and
 ReplicaSet controllers act and ``sim world`` only runs the pods, and on a memory cluster with the
 Deployment model on. The scenarios: a Deployment created, rolled twice under a revision history of
-1, then scaled down; and one paused, changed, resumed, then rolled to pods that never run until its
-progress deadline passes. After each step has settled, the Deployment and its ReplicaSets are read
-back; with the names' hashes (ours are not kube-controller-manager's digits) and the times taken
-out, both say the same.
+1, rolled back to the revision kept, then scaled down; and one paused, changed, resumed, then rolled
+to pods that never run until its progress deadline passes. After each step has settled, the
+Deployment and its ReplicaSets are read back; with the names' hashes (ours are not
+kube-controller-manager's digits) and the times taken out, both say the same.
 """
 
 from __future__ import annotations
@@ -156,9 +156,15 @@ def held(spec: JSONObject) -> None:
 
 #: Each scenario: its Deployment's spec, then each change with the ``Progressing`` reason it settles at.
 SCENARIOS: dict[str, tuple[JSONObject, list[tuple[Step | None, str]]]] = {
-    "create, roll twice under a history of 1, scale down": (
+    "create, roll twice under a history of 1, roll back, scale down": (
         {"revisionHistoryLimit": 1},
-        [(None, COMPLETE), (image("2"), COMPLETE), (image("3"), COMPLETE), (scale(2), COMPLETE)],
+        [
+            (None, COMPLETE),
+            (image("2"), COMPLETE),
+            (image("3"), COMPLETE),
+            (image("2"), COMPLETE),  # back to a kept revision: its ReplicaSet again, renumbered
+            (scale(2), COMPLETE),
+        ],
     ),
     "pause, change, resume, then a rollout that cannot progress": (
         {"progressDeadlineSeconds": 5},

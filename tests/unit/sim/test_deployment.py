@@ -411,3 +411,24 @@ async def test_the_deployment_the_dcd_controller_renders_reaches_its_ready_pods(
         assert condition(done["status"]["conditions"], "Progressing") == ("True", "NewReplicaSetAvailable")
         selector = f"nvidia.com/selector={worker.metadata.name}"
         assert len(await pods(sim.cluster, selector)) == replicas
+
+
+async def test_rolling_back_to_an_old_template_reuses_its_replica_set_under_the_next_revision() -> None:
+    async with world() as (sim, _):
+        # Given a Deployment of 1 rolled from v1 to v2
+        await sim.cluster.create(DEPLOYMENT, deployment(1))
+        await sim.run_for(32)
+        await change(sim, new_image("v2"))
+        await sim.run_for(60)
+
+        # When its template goes back to v1
+        await change(sim, new_image("v1"))
+        await sim.run_for(60)
+
+        # Then v1's ReplicaSet runs again, renumbered, remembering the revision it had
+        first, second = await replica_sets(sim)
+        assert (first["spec"]["replicas"], second["spec"]["replicas"]) == (1, 0)
+        annotations = first["metadata"]["annotations"]
+        assert annotations["deployment.kubernetes.io/revision"] == "3"
+        assert annotations["deployment.kubernetes.io/revision-history"] == "1"
+        assert (await web(sim))["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
