@@ -7,13 +7,14 @@ DynamoCheckpoint job controller, and the scheduler and kubelets of their pods. S
 ``successful`` on a cluster with no GPUs and no Grove: only the CRDs are needed.
 
 Each controller runs when its API is served (Grove: the ``grove.io`` group; DCDs and checkpoints:
-their resources answer a list); the pods' always. When DRA (``resource.k8s.io/v1``) is served, it
-registers NVIDIA's ``gpu.nvidia.com`` DeviceClass if absent, as the GPU DRA driver of a GPU cluster
-does (GPU memory service claims use it by default). Time is the wall clock. ``--namespace`` limits
-every controller to one namespace. It runs until SIGINT or SIGTERM, then exits 0 (1 when the API
-server cannot be reached, 2 for usage errors and files that cannot be read, 130 when interrupted
-before it runs). Like ``cli.py``, this module is the command line: it may import ``dgd.sim`` and
-the kube adapter.
+their resources answer a list); the pods' always; kube-controller-manager's Deployment and
+ReplicaSet controllers only with ``--deployments`` (for an API server without one). When DRA
+(``resource.k8s.io/v1``) is served, it registers NVIDIA's ``gpu.nvidia.com`` DeviceClass if
+absent, as the GPU DRA driver of a GPU cluster does (GPU memory service claims use it by default).
+Time is the wall clock. ``--namespace`` limits every controller to one namespace. It runs until
+SIGINT or SIGTERM, then exits 0 (1 when the API server cannot be reached, 2 for usage errors and
+files that cannot be read, 130 when interrupted before it runs). Like ``cli.py``, this module is the
+command line: it may import ``dgd.sim`` and the kube adapter.
 """
 
 from __future__ import annotations

@@ -3,10 +3,10 @@
 Each scenario runs twice: on the real tier, where kube-controller-manager's Deployment and
 ReplicaSet controllers act and ``sim world`` only runs the pods, and on a memory cluster with the
 Deployment model on. The scenarios: a Deployment created, rolled twice under a revision history of
-1, then scaled down; and one paused, changed, resumed, then rolled to pods that never run until its
-progress deadline passes. After each step has settled, the Deployment and its ReplicaSets are read
-back; with the names' hashes (ours are not kube-controller-manager's digits) and the times taken
-out, both say the same.
+1, rolled back to the revision kept, then scaled down; and one paused, changed, resumed, rolled to
+pods that never run until its progress deadline passes, then resized while stuck. After each step
+has settled, the Deployment and its ReplicaSets are read back; with the names' hashes (ours are not
+kube-controller-manager's digits) and the times taken out, both say the same.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
 #: The memory side's pods, as fast as ``sim world``'s on the real tier.
 FAST = WorldSettings(schedule_delay=0.1, ready_delay=0.5, termination_delay=0.2, retry_delay=0.2)
 REVISION = "deployment.kubernetes.io/revision"
-COMPLETE = "NewReplicaSetAvailable"
+COMPLETE, TIMED_OUT = "NewReplicaSetAvailable", "ProgressDeadlineExceeded"
 
 
 def deployment(namespace: str) -> JSONObject:
@@ -52,9 +52,10 @@ def deployment(namespace: str) -> JSONObject:
     }
 
 
-async def settled(cluster: Cluster, namespace: str, reason: str) -> bool:
+async def settled(cluster: Cluster, namespace: str, reason: str, available: int | None = None) -> bool:
     """The Deployment's ``Progressing`` at ``reason`` for its generation (complete, for
-    ``NewReplicaSetAvailable``), and every ReplicaSet at its size and observed."""
+    ``NewReplicaSetAvailable``), with ``available`` replicas if given, and every ReplicaSet at its
+    size and observed."""
     found = await cluster.get(DEPLOYMENT.key(namespace, "web"))
     status, replicas = found.get("status") or {}, found["spec"]["replicas"]
     progressing = [c for c in status.get("conditions") or () if c["type"] == "Progressing"]
@@ -64,6 +65,8 @@ async def settled(cluster: Cluster, namespace: str, reason: str) -> bool:
         return False
     counts = [status.get(key, 0) for key in ("replicas", "updatedReplicas", "availableReplicas")]
     if reason == COMPLETE and counts != [replicas] * 3:
+        return False
+    if available is not None and status.get("availableReplicas", 0) != available:
         return False
     for rs in (await cluster.list(REPLICA_SET, namespace=namespace)).items:
         rs_status = rs.get("status") or {}
@@ -155,10 +158,17 @@ def held(spec: JSONObject) -> None:
 
 
 #: Each scenario: its Deployment's spec, then each change with the ``Progressing`` reason it settles at.
-SCENARIOS: dict[str, tuple[JSONObject, list[tuple[Step | None, str]]]] = {
-    "create, roll twice under a history of 1, scale down": (
+#: (A step may also say how many replicas are available once it has settled.)
+SCENARIOS: dict[str, tuple[JSONObject, list[tuple[Any, ...]]]] = {
+    "create, roll twice under a history of 1, roll back, scale down": (
         {"revisionHistoryLimit": 1},
-        [(None, COMPLETE), (image("2"), COMPLETE), (image("3"), COMPLETE), (scale(2), COMPLETE)],
+        [
+            (None, COMPLETE),
+            (image("2"), COMPLETE),
+            (image("3"), COMPLETE),
+            (image("2"), COMPLETE),  # back to a kept revision: its ReplicaSet again, renumbered
+            (scale(2), COMPLETE),
+        ],
     ),
     "pause, change, resume, then a rollout that cannot progress": (
         {"progressDeadlineSeconds": 5},
@@ -167,7 +177,10 @@ SCENARIOS: dict[str, tuple[JSONObject, list[tuple[Step | None, str]]]] = {
             (paused(True), "DeploymentPaused"),
             (image("2"), "DeploymentPaused"),
             (paused(False), COMPLETE),
-            (held, "ProgressDeadlineExceeded"),
+            (held, TIMED_OUT),
+            # Resized while stuck: 3 more shared 2 to the old ReplicaSet, 1 to the new one; the old
+            # one's become available (progress), and then the deadline passes again.
+            (scale(6), TIMED_OUT, 5),
         ],
     ),
 }
@@ -182,13 +195,13 @@ async def scenario(
     document["spec"] |= extra
     await cluster.create(DEPLOYMENT, document)
     snapshots = []
-    for step, reason in steps:
+    for step, reason, *available in steps:
         if step is not None:
             current = await cluster.get(DEPLOYMENT.key(namespace, "web"))
             step(current["spec"])
             await cluster.replace(DEPLOYMENT, current)
         with anyio.fail_after(90):
-            while not await settled(cluster, namespace, reason):
+            while not await settled(cluster, namespace, reason, *available):
                 await sleep(0.2)
         snapshots.append(await snapshot(cluster, namespace))
     return snapshots

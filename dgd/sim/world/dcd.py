@@ -42,6 +42,7 @@ from dgd.messages.meta import OwnerReference
 from dgd.messages.timestamps import rfc3339
 from dgd.sim.world.conditions import set_condition
 from dgd.sim.world.controller import Nudge, Watch, WorldController
+from dgd.sim.world.deployment_plan import TEMPLATE_HASH
 from dgd.sim.world.pods import (
     by_name,
     is_active,
@@ -54,8 +55,6 @@ from dgd.sim.world.pods import (
 )
 
 FINALIZER = "nvidia.com/finalizer"
-#: The label a Deployment's pods carry: the hash of the template they were made from.
-TEMPLATE_HASH = "pod-template-hash"
 
 
 class DCDController(WorldController):

@@ -78,7 +78,7 @@ from dgd.sim.world.deployment_status import (
     set_condition,
 )
 from dgd.sim.world.pods import is_terminal, owned_by
-from dgd.sim.world.replicaset import controller_of
+from dgd.sim.world.replicaset import controller_of, selector
 
 #: A Deployment as last written, its new ReplicaSet (if any) and its old ones.
 Sets = tuple[JSONObject, JSONObject | None, list[JSONObject]]
@@ -101,7 +101,11 @@ class DeploymentController(WorldController):
             deployment = await self.cluster.get(DEPLOYMENT.key(namespace, name))
         except NotFound:
             return None
-        listed = await self.cluster.list(REPLICA_SET, namespace=namespace)
+        # Only what its selector selects (a ReplicaSet's labels are its template's): the rest of the
+        # namespace is not read.
+        listed = await self.cluster.list(
+            REPLICA_SET, namespace=namespace, label_selector=selector(deployment)
+        )
         rss = [rs for rs in listed.items if owned_by(rs, meta(deployment).get("uid"))]
         if meta(deployment).get("deletionTimestamp"):
             deployment, new, olds = await self._sets(deployment, rss, create=False)
@@ -243,7 +247,8 @@ class DeploymentController(WorldController):
         if sum(int(status(rs).get("replicas") or 0) for rs in olds) > 0:
             return True
         old_uids = {meta(rs).get("uid") for rs in olds}
-        pods = await self.cluster.list(POD, namespace=meta(deployment).get("namespace"))
+        namespace = meta(deployment).get("namespace")
+        pods = await self.cluster.list(POD, namespace=namespace, label_selector=selector(deployment))
         return any(
             not is_terminal(pod) and any(owned_by(pod, uid) for uid in old_uids)
             for pod in pods.items

@@ -31,10 +31,13 @@ REVISION = "deployment.kubernetes.io/revision"
 DESIRED_REPLICAS = "deployment.kubernetes.io/desired-replicas"
 MAX_REPLICAS = "deployment.kubernetes.io/max-replicas"
 #: Deployment annotations not copied to its ReplicaSets (``deploymentutil.skipCopyAnnotation``).
+REVISION_HISTORY = "deployment.kubernetes.io/revision-history"
+#: How long the revision history annotation may grow (``maxRevHistoryLengthInChars``).
+_HISTORY_CHARS = 2000
 _NOT_COPIED = {
     "kubectl.kubernetes.io/last-applied-configuration",
     REVISION,
-    "deployment.kubernetes.io/revision-history",
+    REVISION_HISTORY,
     DESIRED_REPLICAS,
     MAX_REPLICAS,
     "deprecated.deployment.rollback.to",
@@ -179,8 +182,19 @@ def rs_annotations(deployment: JSONObject, current: Mapping[str, str], new_revis
     out = dict(current)
     out |= {k: v for k, v in (meta(deployment).get("annotations") or {}).items() if k not in _NOT_COPIED}
     if revision_of(out) < new_revision:
+        if REVISION in current:
+            # A template rolled back to: the revisions it had are kept, as long as they fit.
+            out |= _history(current.get(REVISION_HISTORY, ""), current[REVISION])
         out[REVISION] = str(new_revision)
     return out
+
+
+def _history(before: str, revision: str) -> dict[str, str]:
+    kept = [old for old in before.split(",") if old]
+    while kept and len(",".join([*kept, revision])) > _HISTORY_CHARS:
+        kept.pop(0)
+    joined = ",".join([*kept, revision])
+    return {REVISION_HISTORY: joined} if len(joined) <= _HISTORY_CHARS else {}
 
 
 def sized_annotations(deployment: JSONObject, current: Mapping[str, str]) -> dict[str, str]:

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dgd.cluster.errors import NotFound
+from dgd.cluster.memory.selectors import from_label_selector
 from dgd.cluster.resources import POD, REPLICA_SET
 from dgd.messages.base import JSONObject
 from dgd.messages.meta import OwnerReference
@@ -75,10 +76,15 @@ class ReplicaSetController(WorldController):
         return _next_available(rs, live, now)
 
     async def _pods(self, rs: JSONObject) -> list[JSONObject]:
-        wanted = (spec(rs).get("selector") or {}).get("matchLabels") or {}
-        selector = ",".join(f"{key}={value}" for key, value in sorted(wanted.items())) or None
-        listed = await self.cluster.list(POD, namespace=meta(rs).get("namespace"), label_selector=selector)
+        listed = await self.cluster.list(
+            POD, namespace=meta(rs).get("namespace"), label_selector=selector(rs)
+        )
         return [pod for pod in listed.items if owned_by(pod, meta(rs).get("uid"))]
+
+
+def selector(obj: JSONObject) -> str | None:
+    """A Deployment's or ReplicaSet's ``spec.selector`` as a list's label selector (``None``: all)."""
+    return str(from_label_selector(spec(obj).get("selector"))) or None
 
 
 def _manifest(rs: JSONObject) -> JSONObject:

@@ -25,6 +25,7 @@ from aiohttp.typedefs import Handler
 
 from dgd.actors.tree import operator_children
 from dgd.cli import main
+from dgd.cli.world import _controllers as world_controllers
 from dgd.cluster.kube.adapter import KubeCluster
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.resources import DEFAULT_RESOURCES, DEVICE_CLASS, DGD, POD
@@ -190,6 +191,7 @@ def test_sim_world_documents_its_flags(capsys: pytest.CaptureFixture[str]) -> No
         "--checkpoint-delay",
         "--checkpoint-outcome",
         "--capacity",
+        "--deployments",
         "--qps",
         "--burst",
     ):
@@ -238,3 +240,17 @@ async def test_sim_world_registers_nvidias_gpu_device_class_where_dra_is_served(
             world.send_signal(signal.SIGTERM)
             output, _ = world.communicate(timeout=30)
     assert world.returncode == 0, output
+
+
+async def test_sim_world_plays_the_deployment_controllers_only_when_asked() -> None:
+    # given an API server serving every kind the simulation knows (and no kube-controller-manager)
+    cluster = MemoryCluster(resources=RESOURCES)
+    served = ["apps/v1", "nvidia.com/v1alpha1"]
+
+    # when sim world picks its controllers without, then with --deployments
+    plain = [name for name, _ in await world_controllers(cluster, served)]
+    asked = [name for name, _ in await world_controllers(cluster, served, deployments=True)]
+
+    # then only the second plays kube-controller-manager's Deployment and ReplicaSet controllers
+    assert "deployments" not in plain and "replicasets" not in plain
+    assert asked == [*plain, "deployments", "replicasets"]

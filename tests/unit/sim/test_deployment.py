@@ -411,3 +411,50 @@ async def test_the_deployment_the_dcd_controller_renders_reaches_its_ready_pods(
         assert condition(done["status"]["conditions"], "Progressing") == ("True", "NewReplicaSetAvailable")
         selector = f"nvidia.com/selector={worker.metadata.name}"
         assert len(await pods(sim.cluster, selector)) == replicas
+
+
+async def test_rolling_back_to_an_old_template_reuses_its_replica_set_under_the_next_revision() -> None:
+    async with world() as (sim, _):
+        # Given a Deployment of 1 rolled from v1 to v2
+        await sim.cluster.create(DEPLOYMENT, deployment(1))
+        await sim.run_for(32)
+        await change(sim, new_image("v2"))
+        await sim.run_for(60)
+
+        # When its template goes back to v1
+        await change(sim, new_image("v1"))
+        await sim.run_for(60)
+
+        # Then v1's ReplicaSet runs again, renumbered, remembering the revision it had
+        first, second = await replica_sets(sim)
+        assert (first["spec"]["replicas"], second["spec"]["replicas"]) == (1, 0)
+        annotations = first["metadata"]["annotations"]
+        assert annotations["deployment.kubernetes.io/revision"] == "3"
+        assert annotations["deployment.kubernetes.io/revision-history"] == "1"
+        assert (await web(sim))["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
+
+
+async def test_two_deployments_of_one_namespace_keep_to_their_own_replica_sets_and_pods() -> None:
+    async with world() as (sim, _):
+        # Given two Deployments side by side, the second selecting by a set-based expression
+        await sim.cluster.create(DEPLOYMENT, deployment(2))
+        other = deployment(1)
+        other["metadata"]["name"] = "api"
+        other["spec"]["selector"] = {
+            "matchExpressions": [{"key": "app", "operator": "In", "values": ["api"]}]
+        }
+        other["spec"]["template"]["metadata"]["labels"] = {"app": "api"}
+        await sim.cluster.create(DEPLOYMENT, other)
+
+        # When their pods are ready, and the first rolls
+        await sim.run_for(32)
+        await change(sim, new_image("v2"))
+        await sim.run_for(120)
+
+        # Then each has its own pods and says so; the second never rolled
+        assert counts(await web(sim)) == (2, 2, 2, 2, 0)
+        api = await sim.cluster.get(DEPLOYMENT.key(NS, "api"))
+        assert counts(api) == (1, 1, 1, 1, 0)
+        assert api["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "1"
+        assert len(await pods(sim.cluster, "app=web")) == 2
+        assert len(await pods(sim.cluster, "app=api")) == 1
