@@ -111,21 +111,8 @@ class Resource(msgspec.Struct, Generic[T], frozen=True, kw_only=True):
 
     def as_raw(self) -> Resource[JSONObject]:
         """The same collection, read and written as raw JSON (unknown fields kept as they are)."""
-        return Resource[JSONObject](
-            group=self.group,
-            version=self.version,
-            kind=self.kind,
-            plural=self.plural,
-            namespaced=self.namespaced,
-            model=self.model,
-            raw=True,
-            has_spec=self.has_spec,
-            status=self.status,
-            scale=self.scale,
-            generation=self.generation,
-            custom=self.custom,
-            lenient=self.lenient,
-        )
+        # Every field copied but ``raw``: a field added to ``Resource`` later is carried over too.
+        return cast("Resource[JSONObject]", msgspec.structs.replace(self, raw=True))
 
     def decode(self, data: bytes) -> T:
         """An object of this resource from its stored JSON: a fresh Struct, or a fresh dict."""
