@@ -85,6 +85,11 @@ def read_manifests(name: str | Path, *, flag: str | None = None) -> list[Any]:
         raise BadFile(_where(name, flag), str(exc)) from None
 
 
+def add_config_flag(parser: Any) -> None:
+    """Add ``--config FILE`` (what ``read_config`` reads) to ``parser`` or an argument group of it."""
+    parser.add_argument("--config", metavar="FILE", type=Path, help="operator configuration file (YAML)")
+
+
 def read_config(path: Path | None) -> OperatorConfig:
     """The operator configuration in ``--config``'s file (the defaults without one)."""
     return parse_config(read_text(path, flag="--config"), path) if path is not None else OperatorConfig()

@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from dgd.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE, wire
-from dgd.cli.inputs import BadFile, os_problem, read_config, read_manifests, shown, write_output
+from dgd.cli.inputs import (
+    BadFile,
+    add_config_flag,
+    os_problem,
+    read_config,
+    read_manifests,
+    shown,
+    write_output,
+)
 from dgd.domain.admission.documents import admit_document
 from dgd.domain.conversion.dgd import ConversionError, dgd_to_v1beta1
 from dgd.domain.crds import crd_files, render_crds_yaml
@@ -83,7 +91,7 @@ def add_commands(commands: Any) -> None:
         commands, "render", "print the objects the operator would create for DGD manifests", RENDER
     )
     render.add_argument("--namespace", "-n", metavar="NS", help="namespace the DGDs are created in")
-    render.add_argument("--config", metavar="FILE", type=Path, help="operator configuration file (YAML)")
+    add_config_flag(render)
     render.add_argument(
         "--pathway",
         choices=("grove", "component"),

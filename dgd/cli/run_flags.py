@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from dgd.actors.machinery.workers import DEFAULT_WORKERS
+from dgd.cli.inputs import add_config_flag
 from dgd.daemon.logs import FORMATS, LEVELS
 from dgd.messages.config import RELEASE_NAMESPACE
 
@@ -48,7 +49,7 @@ def add_cluster_flags(cluster: Any) -> None:
         help="also run the DynamoComponentDeployment controller (DCDs to Deployments, Services and "
         "Ingresses; in preview, so off by default: upstream's operator, or `sim world`, runs the DCDs)",
     )
-    cluster.add_argument("--config", metavar="FILE", type=Path, help="operator configuration file (YAML)")
+    add_config_flag(cluster)
 
 
 def add_serving_flags(serving: Any) -> None:

@@ -39,7 +39,7 @@ from dgd.cli.exits import (
     log_to_stderr,
     wire,
 )
-from dgd.cli.inputs import read_config, read_manifests, shown, writable, write_output
+from dgd.cli.inputs import add_config_flag, read_config, read_manifests, shown, writable, write_output
 from dgd.cli.replay import add_command as add_replay_command
 from dgd.cluster.errors import ClusterError, RequestEntityTooLarge
 from dgd.cluster.resources import DEFAULT_RESOURCES, DGD, EVENT, Resource
@@ -100,7 +100,7 @@ def add_commands(commands: Any) -> None:
     )
     apply.add_argument("--realtime", action="store_true", help="run in real time instead of virtual time")
     apply.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the simulation (default 0)")
-    apply.add_argument("--config", metavar="FILE", type=Path, help="operator configuration file (YAML)")
+    add_config_flag(apply)
     apply.add_argument(
         "--record", metavar="FILE", type=Path, help="record what happened as a trace (see sim replay)"
     )
