@@ -25,6 +25,9 @@ from dgd.domain.admission.webhooks import AdmissionSettings
 
 logger = logging.getLogger("dgd.webhooks")
 
+#: What reading, renewing or registering the certificates may raise: the loops log it and try again.
+_RETRIED = (OSError, ValueError, ClusterError)
+
 
 def _when(seconds: float) -> str:
     return datetime.datetime.fromtimestamp(seconds, datetime.UTC).isoformat()
@@ -100,12 +103,8 @@ class WebhookService:
         while self._held is None:
             try:
                 self._held = await self._source.current()
-            except (OSError, ValueError, ClusterError) as error:
-                logger.error(
-                    "the webhook certificates cannot be had yet (%s); trying again in %gs",
-                    error,
-                    self._reload,
-                )
+            except _RETRIED as error:
+                self._trying_again("the webhook certificates cannot be had yet", error)
                 await anyio.sleep(self._reload)
         self._tls.load(self._held.cert, self._held.key)
         self._certified.set()
@@ -116,7 +115,7 @@ class WebhookService:
             await anyio.sleep(self._reload)
             try:
                 held = await self._source.current()
-            except (OSError, ValueError, ClusterError) as error:
+            except _RETRIED as error:
                 logger.warning("the webhook certificates could not be re-read: %s", error)
                 continue
             self._held = held
@@ -145,10 +144,10 @@ class WebhookService:
                         pod_restore=self._admission.checkpoint_enabled,
                     )
                     registered = held.bundle
-            except (OSError, ValueError, ClusterError) as error:
-                logger.error(
-                    "the webhooks could not be registered or renewed (%s); trying again in %gs",
-                    error,
-                    self._reload,
-                )
+            except _RETRIED as error:
+                self._trying_again("the webhooks could not be registered or renewed", error)
             await anyio.sleep(self._reload)
+
+    def _trying_again(self, problem: str, error: Exception) -> None:
+        """Log ``problem`` (with ``error``) as retried after one reload period."""
+        logger.error("%s (%s); trying again in %gs", problem, error, self._reload)
