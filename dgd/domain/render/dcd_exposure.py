@@ -15,6 +15,7 @@ from dgd.domain.render.dcd_identity import Identity
 from dgd.domain.render.frontend_exposure import (
     FRONTEND_PORT,
     Exposure,
+    configured,
     from_alpha,
     manages_virtual_services,
     virtual_service,
@@ -29,14 +30,7 @@ def settings(identity: Identity, config: OperatorConfig) -> Exposure | None:
         return from_alpha(alpha)
     if identity.spec_type != "frontend" or not identity.graph:
         return None
-    ingress = config.ingress
-    return Exposure(
-        enabled=bool(ingress.virtual_service_gateway or ingress.controller_class_name),
-        host=f"{identity.graph}.{ingress.host_suffix or 'local'}",
-        class_name=ingress.controller_class_name or None,
-        tls_secret=ingress.controller_tls_secret_name or None,
-        gateway=ingress.virtual_service_gateway or None,
-    )
+    return configured(identity.graph, config)
 
 
 def ingress(identity: Identity, exposure: Exposure) -> JSON:

@@ -57,10 +57,16 @@ def exposure(dgd: DynamoGraphDeployment, component_name: str, config: OperatorCo
     alpha = alpha_ingress(dgd, component_name)
     if alpha is not None:
         return from_alpha(alpha)
+    return configured(dgd.metadata.name or "", config)
+
+
+def configured(graph: str, config: OperatorConfig) -> Exposure:
+    """The operator configuration's ingress settings for a frontend of the graph named ``graph``:
+    enabled by a virtual-service gateway or an ingress class, host ``<graph>.<hostSuffix | "local">``."""
     ingress = config.ingress
     return Exposure(
         enabled=bool(ingress.virtual_service_gateway or ingress.controller_class_name),
-        host=f"{dgd.metadata.name or ''}.{ingress.host_suffix or 'local'}",
+        host=f"{graph}.{ingress.host_suffix or 'local'}",
         class_name=ingress.controller_class_name or None,
         tls_secret=ingress.controller_tls_secret_name or None,
         gateway=ingress.virtual_service_gateway or None,
