@@ -19,6 +19,7 @@ from dgd.domain.render.errors import RenderError
 from dgd.domain.render.failover import engine_names
 from dgd.domain.render.gms import CLAIM, device_class, render_claim_template, uses_intra_pod_gms, with_clients
 from dgd.messages.component import ComponentCheckpoint, ComponentSpec
+from dgd.messages.meta import controller_reference
 
 
 def claim_template_name(identifier: str) -> str:
@@ -69,21 +70,17 @@ def checkpoint_claim_template(
     template["metadata"] = {
         "name": claim_template_name(identifier),
         "namespace": namespace,
-        "ownerReferences": [controller_reference(checkpoint)],
+        "ownerReferences": [checkpoint_reference(checkpoint)],
     }
     return template
 
 
-def controller_reference(checkpoint: JSON) -> JSON:
+def checkpoint_reference(checkpoint: JSON) -> JSON:
+    """The controller owner reference to the DynamoCheckpoint ``checkpoint`` (raw JSON)."""
     metadata = checkpoint.get("metadata") or {}
-    return {
-        "apiVersion": checkpoint.get("apiVersion", "nvidia.com/v1alpha1"),
-        "kind": checkpoint.get("kind", "DynamoCheckpoint"),
-        "name": metadata.get("name"),
-        "uid": metadata.get("uid"),
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+    api_version = checkpoint.get("apiVersion", "nvidia.com/v1alpha1")
+    kind = checkpoint.get("kind", "DynamoCheckpoint")
+    return controller_reference(api_version, kind, metadata.get("name"), metadata.get("uid"))
 
 
 def restore_targets(component: ComponentSpec, config: ComponentCheckpoint) -> tuple[str, ...]:

@@ -91,6 +91,19 @@ def controller_of(obj: Any) -> OwnerReference | None:
     return next((owner for owner in obj.metadata.owner_references or () if owner.controller), None)
 
 
+def controller_reference(api_version: str, kind: str, name: str | None, uid: str | None) -> JSONObject:
+    """The owner reference (raw JSON) that makes the object ``kind``/``name`` the controller of the object
+    that carries it; ``blockOwnerDeletion``: a foreground deletion of the owner waits for that child."""
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "name": name,
+        "uid": uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
 ConditionStatus = Literal["True", "False", "Unknown"]
 
 CONDITION_REASON_PATTERN = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"

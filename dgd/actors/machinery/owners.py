@@ -14,6 +14,7 @@ from dgd.messages import dcd as dcd_kind
 from dgd.messages import dgd as dgd_kind
 from dgd.messages.dcd import DynamoComponentDeployment
 from dgd.messages.dgd import DynamoGraphDeployment
+from dgd.messages.meta import controller_reference
 
 #: An object the operator's controllers own children of and record events about.
 Owner = DynamoGraphDeployment | DynamoComponentDeployment
@@ -27,11 +28,4 @@ def kind_of(owner: Owner) -> ModuleType:
 def owner_reference(owner: Owner) -> JSON:
     """The controller owner reference every child of ``owner`` carries."""
     kind = kind_of(owner)
-    return {
-        "apiVersion": kind.API_VERSION,
-        "kind": kind.KIND,
-        "name": owner.metadata.name,
-        "uid": owner.metadata.uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+    return controller_reference(kind.API_VERSION, kind.KIND, owner.metadata.name, owner.metadata.uid)

@@ -40,6 +40,7 @@ from dgd.domain.roles import gms_mode
 from dgd.domain.sync import content_hash
 from dgd.messages.config import OperatorConfig
 from dgd.messages.dcd import API_VERSION, KIND, DynamoComponentDeployment
+from dgd.messages.meta import controller_reference
 
 #: A DCD none of whose workload or Service exists (a first reconcile, an offline render).
 NOTHING_LIVE = Legacy()
@@ -76,14 +77,7 @@ class DCDChildren(msgspec.Struct, frozen=True, kw_only=True):
 
 def owner_reference(dcd: DynamoComponentDeployment) -> JSON:
     """The controller owner reference every owned child gets."""
-    return {
-        "apiVersion": API_VERSION,
-        "kind": KIND,
-        "name": dcd.metadata.name,
-        "uid": dcd.metadata.uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+    return controller_reference(API_VERSION, KIND, dcd.metadata.name, dcd.metadata.uid)
 
 
 def checkpoint_violations(dcd: DynamoComponentDeployment) -> tuple[str, ...]:

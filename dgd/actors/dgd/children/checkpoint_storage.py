@@ -38,7 +38,7 @@ from dgd.domain.checkpoint import (
 )
 from dgd.domain.checkpoint_gms import (
     checkpoint_claim_template,
-    controller_reference,
+    checkpoint_reference,
     gms_spec,
     prepare_job,
     restore_targets,
@@ -195,7 +195,7 @@ class CheckpointStorage(Actor[ResolveCheckpoints | FinalizeCheckpoints]):
         if live is None:
             await self._syncer.create(RESOURCE_CLAIM_TEMPLATE, desired, owner=owner)
             return
-        reference = controller_reference(checkpoint)
+        reference = checkpoint_reference(checkpoint)
         controller = controller_of(live)
         if controller is None or controller.uid != reference["uid"]:
             patch = {"metadata": {"ownerReferences": [reference]}}
