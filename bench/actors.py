@@ -37,18 +37,14 @@ import tracemalloc
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib.metadata import version
-from pathlib import Path
 from typing import Any
 
+import anyio
+import checkout  # noqa: F401  (the repository first on sys.path)
+import msgspec
 from machine import command, python
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-import anyio  # noqa: E402
-import msgspec  # noqa: E402
-
-from dgd.runtime import (  # noqa: E402
+from dgd.runtime import (
     Actor,
     ActorSystem,
     ChildSpec,

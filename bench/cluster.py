@@ -14,25 +14,20 @@ import argparse
 import functools
 import os
 import platform
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from importlib.metadata import version
-from pathlib import Path
 
+import anyio
+import checkout  # noqa: F401  (the repository first on sys.path)
+import msgspec
 from machine import command, cpu_model, python
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-import anyio  # noqa: E402
-import msgspec  # noqa: E402
-
-from dgd.cluster.memory.adapter import MemoryCluster  # noqa: E402
-from dgd.cluster.resources import DGD  # noqa: E402
-from dgd.messages.dgd import API_VERSION, DGDSpec, DGDStatus, DynamoGraphDeployment  # noqa: E402
-from dgd.messages.meta import ObjectMeta  # noqa: E402
-from tests.upstream import DYNAMO, load_documents  # noqa: E402
+from dgd.cluster.memory.adapter import MemoryCluster
+from dgd.cluster.resources import DGD
+from dgd.messages.dgd import API_VERSION, DGDSpec, DGDStatus, DynamoGraphDeployment
+from dgd.messages.meta import ObjectMeta
+from tests.upstream import DYNAMO, load_documents
 
 NAMESPACE = "bench"
 EXAMPLE = DYNAMO / "examples" / "backends" / "vllm" / "deploy" / "disagg.yaml"

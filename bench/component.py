@@ -39,25 +39,22 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+import checkout  # noqa: F401  (the repository first on sys.path)
+import yaml
+from fleet import EXAMPLE, WRITE_VERBS, Cost, count_writes, simulated_fleet
 
-import yaml  # noqa: E402
-from fleet import EXAMPLE, WRITE_VERBS, Cost, count_writes, simulated_fleet  # noqa: E402
-
-from dgd.actors.tree import DGDS  # noqa: E402
-from dgd.cluster.memory.faults import Decision, Request  # noqa: E402
-from dgd.cluster.protocol import Cluster  # noqa: E402
-from dgd.cluster.resources import DCD, DGD  # noqa: E402
-from dgd.domain.admission.defaulting import ENABLE_GROVE  # noqa: E402
-from dgd.domain.metadata_keys import WORKER_HASH  # noqa: E402
-from dgd.domain.worker_generation import CURRENT_WORKER_HASH_V2  # noqa: E402
-from dgd.messages.dgd import DynamoGraphDeployment  # noqa: E402
-from dgd.runtime import CountingMetrics  # noqa: E402
-from dgd.sim import run  # noqa: E402
+from dgd.actors.tree import DGDS
+from dgd.cluster.memory.faults import Decision, Request
+from dgd.cluster.protocol import Cluster
+from dgd.cluster.resources import DCD, DGD
+from dgd.domain.admission.defaulting import ENABLE_GROVE
+from dgd.domain.metadata_keys import WORKER_HASH
+from dgd.domain.worker_generation import CURRENT_WORKER_HASH_V2
+from dgd.messages.dgd import DynamoGraphDeployment
+from dgd.runtime import CountingMetrics
+from dgd.sim import run
 
 NS = "default"
 WORKER = "Worker"

@@ -54,18 +54,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+import aiohttp
+import anyio
+import yaml
+from checkout import ROOT
+from daemon_process import EXECUTABLE, Daemon, listening, settle, total, until
+from operators import terminate
 
-import aiohttp  # noqa: E402
-import anyio  # noqa: E402
-import yaml  # noqa: E402
-from daemon_process import EXECUTABLE, Daemon, listening, settle, total, until  # noqa: E402
-from operators import terminate  # noqa: E402
-
-from dgd.actors.machinery.workers import DEFAULT_WORKERS  # noqa: E402
-from dgd.cluster.kube.adapter import KubeCluster  # noqa: E402
-from dgd.cluster.resources import DGD  # noqa: E402
+from dgd.actors.machinery.workers import DEFAULT_WORKERS
+from dgd.cluster.kube.adapter import KubeCluster
+from dgd.cluster.resources import DGD
 
 EXAMPLE = ROOT / "examples" / "agg.yaml"
 NS = "default"

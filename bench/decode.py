@@ -16,21 +16,16 @@ import argparse
 import json
 import os
 import platform
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
+import checkout  # noqa: F401  (the repository first on sys.path)
+import msgspec
 from machine import command, cpu_model, python
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-import msgspec  # noqa: E402
-
-from dgd.messages.dgd import API_VERSION_V1ALPHA1, DynamoGraphDeployment  # noqa: E402
-from tests.upstream import UPSTREAM, dgd_documents  # noqa: E402
+from dgd.messages.dgd import API_VERSION_V1ALPHA1, DynamoGraphDeployment
+from tests.upstream import UPSTREAM, dgd_documents
 
 Loop = Callable[[list[bytes], int], None]
 Convert = Callable[[dict[str, Any]], dict[str, Any]]

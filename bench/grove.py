@@ -32,23 +32,19 @@ import argparse
 import gc
 import platform
 import resource
-import sys
 import time
 import tracemalloc
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+import checkout  # noqa: F401  (the repository first on sys.path)
+import yaml
+from fleet import EXAMPLE, Cost, DGDReconciles, count_writes, simulated_fleet
 
-import yaml  # noqa: E402
-from fleet import EXAMPLE, Cost, DGDReconciles, count_writes, simulated_fleet  # noqa: E402
-
-from dgd.actors.tree import DGDS  # noqa: E402
-from dgd.cluster.resources import DGD  # noqa: E402
-from dgd.runtime import Ref, StopChild, WhichChildren  # noqa: E402
-from dgd.sim import SimulatedCluster, run  # noqa: E402
+from dgd.actors.tree import DGDS
+from dgd.cluster.resources import DGD
+from dgd.runtime import Ref, StopChild, WhichChildren
+from dgd.sim import SimulatedCluster, run
 
 GOAL_BYTES = 48 * 1024
 

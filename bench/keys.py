@@ -47,28 +47,25 @@ import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ProcessPoolExecutor
 from functools import partial
-from pathlib import Path
 from typing import Any, NamedTuple
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+import anyio
+import anyio.lowlevel
+import cryptography
+import yaml
+from checkout import ROOT
 
-import anyio  # noqa: E402
-import anyio.lowlevel  # noqa: E402
-import cryptography  # noqa: E402
-import yaml  # noqa: E402
-
-from dgd.actors.machinery.workers import DEFAULT_WORKERS, Workers  # noqa: E402
-from dgd.actors.tree import operator_children  # noqa: E402
-from dgd.cluster.errors import NotFound  # noqa: E402
-from dgd.cluster.memory.adapter import MemoryCluster  # noqa: E402
-from dgd.cluster.resources import CLUSTER_ROLE, DGD, NAMESPACE, SECRET  # noqa: E402
-from dgd.daemon import ssh_keys  # noqa: E402
-from dgd.domain.gates import Gates, effective_config  # noqa: E402
-from dgd.domain.render.ssh_keys import KeyPair  # noqa: E402
-from dgd.messages.config import OperatorConfig  # noqa: E402
-from dgd.runtime import ActorSystem, LoopClock  # noqa: E402
-from dgd.sim.chaos_stalls import watching_stalls  # noqa: E402
+from dgd.actors.machinery.workers import DEFAULT_WORKERS, Workers
+from dgd.actors.tree import operator_children
+from dgd.cluster.errors import NotFound
+from dgd.cluster.memory.adapter import MemoryCluster
+from dgd.cluster.resources import CLUSTER_ROLE, DGD, NAMESPACE, SECRET
+from dgd.daemon import ssh_keys
+from dgd.domain.gates import Gates, effective_config
+from dgd.domain.render.ssh_keys import KeyPair
+from dgd.messages.config import OperatorConfig
+from dgd.runtime import ActorSystem, LoopClock
+from dgd.sim.chaos_stalls import watching_stalls
 
 EXAMPLE = ROOT / "examples" / "agg.yaml"
 CONFIG = effective_config(OperatorConfig(), Gates(grove=True))

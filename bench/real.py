@@ -57,14 +57,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-import anyio  # noqa: E402
-import yaml  # noqa: E402
-from anyio.abc import TaskStatus  # noqa: E402
-from machine import command, cpu_model, python  # noqa: E402
-from operators import (  # noqa: E402
+import anyio
+import yaml
+from anyio.abc import TaskStatus
+from checkout import ROOT
+from machine import command, cpu_model, python
+from operators import (
     KOPF_SCRIPT,
     OPERATORS,
     Launch,
@@ -77,14 +75,14 @@ from operators import (  # noqa: E402
     until_quiet,
     until_ready,
 )
-from real_plane import NAMESPACE_NAME, AuditedControlPlane, admin, apiserver_metrics, prepared  # noqa: E402
-from request_counts import TABLE_WRITES, clients, difference, from_audit, percentile, writes  # noqa: E402
-from standin_grove import StandInGrove  # noqa: E402
+from real_plane import NAMESPACE_NAME, AuditedControlPlane, admin, apiserver_metrics, prepared
+from request_counts import TABLE_WRITES, clients, difference, from_audit, percentile, writes
+from standin_grove import StandInGrove
 
-from dgd.cluster.kube.adapter import KubeCluster  # noqa: E402
-from dgd.cluster.resources import DGD  # noqa: E402
-from tests.real.controlplane import ControlPlane  # noqa: E402
-from tests.upstream import DYNAMO  # noqa: E402
+from dgd.cluster.kube.adapter import KubeCluster
+from dgd.cluster.resources import DGD
+from tests.real.controlplane import ControlPlane
+from tests.upstream import DYNAMO
 
 EXAMPLE = DYNAMO / "examples" / "backends" / "vllm" / "deploy" / "agg.yaml"
 DGDS = DGD.as_raw()

@@ -31,21 +31,17 @@ import logging
 import os
 import platform
 import random
-import sys
 import time
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+import yaml
+from checkout import ROOT
 from machine import command, cpu_model, python
 from split import Sampler
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-import yaml  # noqa: E402
-
-from dgd.messages.trace import (  # noqa: E402  # noqa: E402
+from dgd.messages.trace import (
     VERSION,
     ApiFault,
     Apply,
@@ -59,7 +55,7 @@ from dgd.messages.trace import (  # noqa: E402  # noqa: E402
     WatchDrop,
     write_trace,
 )
-from dgd.sim.replay import run_replay  # noqa: E402
+from dgd.sim.replay import run_replay
 
 DGD = ("nvidia.com/v1beta1", "DynamoGraphDeployment")
 ADAPTER = ("nvidia.com/v1beta1", "DynamoGraphDeploymentScalingAdapter")

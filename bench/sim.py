@@ -26,26 +26,21 @@ import argparse
 import logging
 import os
 import platform
-import sys
 import time
 from importlib.metadata import version
-from pathlib import Path
 from typing import TypeVar
 
+import anyio
+import checkout  # noqa: F401  (the repository first on sys.path)
+import msgspec
 from machine import command, python
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-import anyio  # noqa: E402
-import msgspec  # noqa: E402
-
-from dgd.cluster.resources import DCD, PCLQ, PCS, POD  # noqa: E402
-from dgd.messages.dcd import DynamoComponentDeployment  # noqa: E402
-from dgd.messages.grove import PodCliqueSet  # noqa: E402
-from dgd.sim import SimulatedCluster, WorldSettings, run  # noqa: E402
-from tests.scenarios.ten_minutes import check, ten_minutes  # noqa: E402
-from tests.unit.sim.builders import NS, as_dcd, as_pcs, rendered, scale  # noqa: E402
+from dgd.cluster.resources import DCD, PCLQ, PCS, POD
+from dgd.messages.dcd import DynamoComponentDeployment
+from dgd.messages.grove import PodCliqueSet
+from dgd.sim import SimulatedCluster, WorldSettings, run
+from tests.scenarios.ten_minutes import check, ten_minutes
+from tests.unit.sim.builders import NS, as_dcd, as_pcs, rendered, scale
 
 MINUTE = 60.0
 
