@@ -9,7 +9,7 @@ and the kube adapter map errors 1:1.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict, Unpack
 
 import msgspec
 
@@ -21,6 +21,14 @@ class Cause(msgspec.Struct, frozen=True):
 
     field: str
     message: str
+
+
+class Subject(TypedDict, total=False):
+    """What an error is about, as far as it is known: the keywords every ``ClusterError`` takes."""
+
+    kind: str | None
+    namespace: str | None
+    name: str | None
 
 
 class ClusterError(Exception):
@@ -37,19 +45,12 @@ class ClusterError(Exception):
         if reason is not None:
             cls.reason = reason
 
-    def __init__(
-        self,
-        message: str = "",
-        *,
-        kind: str | None = None,
-        namespace: str | None = None,
-        name: str | None = None,
-    ) -> None:
+    def __init__(self, message: str = "", **subject: Unpack[Subject]) -> None:
         super().__init__(message)
         self.message = message
-        self.kind = kind
-        self.namespace = namespace
-        self.name = name
+        self.kind = subject.get("kind")
+        self.namespace = subject.get("namespace")
+        self.name = subject.get("name")
 
     @property
     def subject(self) -> str:
@@ -113,13 +114,11 @@ class Invalid(ClusterError, code=422, reason="Invalid"):
         self,
         message: str = "",
         *,
-        kind: str | None = None,
-        namespace: str | None = None,
-        name: str | None = None,
         causes: tuple[Cause, ...] = (),
         bad_request: bool = False,
+        **subject: Unpack[Subject],
     ) -> None:
-        super().__init__(message, kind=kind, namespace=namespace, name=name)
+        super().__init__(message, **subject)
         self.causes = causes
         self.bad_request = bad_request
 
@@ -156,11 +155,9 @@ class TooManyRequests(ClusterError, code=429, reason="TooManyRequests"):
         message: str = "",
         *,
         retry_after: float = 1.0,
-        kind: str | None = None,
-        namespace: str | None = None,
-        name: str | None = None,
+        **subject: Unpack[Subject],
     ) -> None:
-        super().__init__(message, kind=kind, namespace=namespace, name=name)
+        super().__init__(message, **subject)
         self.retry_after = retry_after
 
     def __str__(self) -> str:
