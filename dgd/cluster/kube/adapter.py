@@ -23,7 +23,7 @@ import builtins
 import random
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Self, TypedDict, TypeVar, Unpack
 
 import anyio
 import msgspec
@@ -76,6 +76,17 @@ class _APIGroupList(msgspec.Struct):
 _DISCOVERY = Subject(Resource[JSONObject](group="", version="v1", kind="APIResourceList", plural=""))
 
 
+class ClientOptions(TypedDict, total=False):
+    """The options of ``KubeCluster`` that ``from_config`` passes on; their defaults are the constructor's."""
+
+    qps: float | None
+    burst: int
+    request_timeout: float | None
+    watch_buffer: int
+    watch_idle_timeout: float | None
+    watch_timeout: float | None
+
+
 class KubeCluster:
     """The cluster port over a Kubernetes API server (``dgd.cluster.protocol.Cluster``).
 
@@ -110,24 +121,11 @@ class KubeCluster:
         kubeconfig: str | Path | None = None,
         *,
         context: str | None = None,
-        qps: float | None = 50.0,
-        burst: int = 100,
-        request_timeout: float | None = 30.0,
-        watch_buffer: int = 1000,
-        watch_idle_timeout: float | None = None,
-        watch_timeout: float | None = None,
+        **options: Unpack[ClientOptions],
     ) -> KubeCluster:
         """A cluster from a kubeconfig path, ``$KUBECONFIG``, or the in-cluster service account
         (``kube_config.api_client``; ``ConfigError`` if none is usable), with the constructor's options."""
-        return cls(
-            await api_client(kubeconfig, context=context),
-            qps=qps,
-            burst=burst,
-            request_timeout=request_timeout,
-            watch_buffer=watch_buffer,
-            watch_idle_timeout=watch_idle_timeout,
-            watch_timeout=watch_timeout,
-        )
+        return cls(await api_client(kubeconfig, context=context), **options)
 
     @property
     def api(self) -> ApiClient:
