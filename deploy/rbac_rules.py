@@ -32,6 +32,9 @@ OPERATOR_RULES = [
     ),
     rule(NVIDIA, ["dynamographdeploymentscalingadapters/status"], ["patch"]),
     rule(NVIDIA, ["dynamocomponentdeployments"], ["create", "get", "list", "watch", "patch", "delete"]),
+    # The DCD controller: each DCD's status, and its Deployment (garbage collection deletes it).
+    rule(NVIDIA, ["dynamocomponentdeployments/status"], ["patch"]),
+    rule("apps", ["deployments"], ["create", "get", "list", "watch", "patch"]),
     # The finalizer looks for a deleted graph's checkpoints even with the checkpoint gate off.
     rule(NVIDIA, ["dynamocheckpoints"], ["list"]),
     rule(CORE, ["services"], ["create", "get", "list", "watch", "patch", "delete"]),

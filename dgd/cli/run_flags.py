@@ -45,9 +45,10 @@ def add_cluster_flags(cluster: Any) -> None:
     cluster.add_argument(
         "--dcd-controller",
         action=argparse.BooleanOptionalAction,
-        default=False,
-        help="also run the DynamoComponentDeployment controller (DCDs to Deployments, Services and "
-        "Ingresses; in preview, so off by default: upstream's operator, or `sim world`, runs the DCDs)",
+        default=True,
+        help="run the DynamoComponentDeployment controller too (DCDs to Deployments or LeaderWorkerSets, "
+        "Services and Ingresses; default on); --no-dcd-controller leaves the DCDs to another controller, "
+        "as during a switch-over from upstream's operator",
     )
     add_config_flag(cluster)
 

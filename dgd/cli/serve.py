@@ -34,7 +34,7 @@ from dgd.cli.sim import subcommands
 from dgd.cluster.errors import AlreadyExists
 from dgd.cluster.memory.adapter import MemoryCluster
 from dgd.cluster.protocol import Cluster
-from dgd.cluster.resources import DEFAULT_RESOURCES
+from dgd.cluster.resources import DEFAULT_RESOURCES, LWS_RESOURCES
 from dgd.domain.crds import all_crds
 from dgd.domain.gates import GateError, effective_config, resolve_gates, served_apis
 from dgd.messages.config import OperatorConfig
@@ -52,9 +52,11 @@ from dgd.sim.world import bootstrap as world_bootstrap
 from dgd.sim.world.bootstrap import Discovery, bootstrap
 from dgd.sim.world.checkpoint import CheckpointController
 from dgd.sim.world.controller import WorldController
-from dgd.sim.world.dcd import DCDController
+from dgd.sim.world.deployment import DeploymentController
 from dgd.sim.world.grove import GroveController
+from dgd.sim.world.lws import LeaderWorkerSetController
 from dgd.sim.world.pods import PodLifecycle
+from dgd.sim.world.replicaset import ReplicaSetController
 
 #: Every kind the served cluster stores: the simulation's, and the CRDs that describe them.
 SERVED_RESOURCES = (*DEFAULT_RESOURCES, CUSTOM_RESOURCE_DEFINITION)
@@ -144,10 +146,13 @@ class _Server:
         self._config = config
         self._settings = settings
         self._seeds = random.Random(args.seed)
+        # LeaderWorkerSet's kinds are served where the world says the cluster has it installed.
+        lws = world_bootstrap.discovery(settings).serves("leaderworkerset.x-k8s.io")
+        self._resources = SERVED_RESOURCES + (LWS_RESOURCES if lws else ())
 
     async def main(self) -> int:
         cluster = MemoryCluster(
-            resources=SERVED_RESOURCES,
+            resources=self._resources,
             clock=wall_clock,
             rng=random.Random(self._seeds.getrandbits(64)),
             history_size=HISTORY,
@@ -174,7 +179,7 @@ class _Server:
         system = ActorSystem(children, clock=LoopClock(), random=random.Random(self._seeds.getrandbits(64)))
         # The operator's conversion webhook, in process: kubectl may read and write v1alpha1 too.
         facade = Facade(
-            cluster, resources=SERVED_RESOURCES, token=self._args.token, conversion=webhook_conversion
+            cluster, resources=self._resources, token=self._args.token, conversion=webhook_conversion
         )
         async with system, serve(facade, self._args.host, self._args.port) as url:
             # The handlers first: whoever reads the announcement may signal at once.
@@ -205,7 +210,12 @@ class _Server:
         specs = [spec("pods", PodLifecycle)]
         if discovery.serves("grove.io"):
             specs.append(spec("grove", GroveController))
-        specs += [spec("dcd", DCDController), spec("checkpoints", CheckpointController)]
+        # The operator (this process's or one run against this server) runs the DCD controller: the
+        # world plays what Kubernetes makes of its output.
+        specs += [spec("deployments", DeploymentController), spec("replicasets", ReplicaSetController)]
+        if discovery.serves("leaderworkerset.x-k8s.io"):
+            specs.append(spec("leaderworkersets", LeaderWorkerSetController))
+        specs.append(spec("checkpoints", CheckpointController))
         return Supervisor(specs, Supervision(intensity=20, period=60.0))
 
     def _operator(self, cluster: Cluster, discovery: Discovery) -> list[ChildSpec[Any]]:
@@ -218,5 +228,7 @@ class _Server:
                 instance="dgd-operator-sim",
                 keys=KeyPool(random.Random(self._seeds.getrandbits(64))),
                 workers=Workers(DEFAULT_WORKERS),
+                dcd_controller=True,
+                dcd_workers=Workers(DEFAULT_WORKERS),
             )
         )

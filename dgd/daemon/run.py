@@ -79,8 +79,8 @@ class DaemonSettings(msgspec.Struct, frozen=True, kw_only=True):
     namespaces: tuple[str, ...] = ()
     #: How many DGD reconciles run at once (the others wait their turn: ``Workers``).
     max_concurrent_reconciles: int = DEFAULT_WORKERS
-    #: Whether this process runs the DCD controller too (``--dcd-controller``).
-    dcd_controller: bool = False
+    #: Whether this process runs the DCD controller too (``--no-dcd-controller`` turns it off).
+    dcd_controller: bool = True
     #: The admission and conversion webhooks (``None``: not served).
     webhooks: WebhookSettings | None = None
     #: ``/metrics`` over HTTPS to authorised scrapers only (``dgd.daemon.metrics_serving``); ``False``:

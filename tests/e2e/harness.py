@@ -43,9 +43,10 @@ from dgd.sim.apiserver.server import Facade, serve, write_kubeconfig
 from dgd.sim.world.bootstrap import bootstrap
 from dgd.sim.world.checkpoint import CheckpointController
 from dgd.sim.world.controller import WorldController
-from dgd.sim.world.dcd import DCDController
+from dgd.sim.world.deployment import DeploymentController
 from dgd.sim.world.grove import GroveController
 from dgd.sim.world.pods import PodLifecycle
+from dgd.sim.world.replicaset import ReplicaSetController
 from tests.e2e.recorder import owned_children
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -178,7 +179,9 @@ async def serve_cluster(
         specs = [spec("pods", PodLifecycle)]
         if discovery.serves("grove.io"):
             specs.append(spec("grove", GroveController))
-        specs += [spec("dcd", DCDController), spec("checkpoints", CheckpointController)]
+        # The daemon runs the DCD controller: the world plays kube-controller-manager's Deployments.
+        specs += [spec("deployments", DeploymentController), spec("replicasets", ReplicaSetController)]
+        specs.append(spec("checkpoints", CheckpointController))
         return Supervisor(specs, Supervision(intensity=20, period=60.0))
 
     system = ActorSystem(

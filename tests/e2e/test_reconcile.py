@@ -24,6 +24,8 @@ AGG_CHILDREN = Counter(
 #: What it creates for upstream's disaggregated vLLM graph on the Component pathway: a DCD per
 #: component (the DCD controller makes their pods and Services) and the discovery RBAC.
 DISAGG_CHILDREN = Counter({"DynamoComponentDeployment": 3, "ServiceAccount": 1, "Role": 1, "RoleBinding": 1})
+#: What the DCD controller makes of the disaggregated graph's three DCDs: a Deployment and a Service each.
+DISAGG_DCD_CHILDREN = Counter({"Deployment": 3, "Service": 3})
 
 
 async def test_the_daemon_takes_examples_on_both_pathways_to_successful(
@@ -58,7 +60,8 @@ async def test_a_daemon_killed_mid_reconcile_restarts_and_converges_without_dupl
         await served.apply(agg(name))
     for name in disaggs:
         await served.apply(component_disagg(name))
-    expected = sum(AGG_CHILDREN.values()) * len(aggs) + sum(DISAGG_CHILDREN.values()) * len(disaggs)
+    per_disagg = sum(DISAGG_CHILDREN.values()) + sum(DISAGG_DCD_CHILDREN.values())
+    expected = sum(AGG_CHILDREN.values()) * len(aggs) + per_disagg * len(disaggs)
 
     # when it is SIGKILLed once it has created about half of the children, then a new daemon is started
     await recorder.wait_created(expected // 2, timeout=60)

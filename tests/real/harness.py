@@ -281,5 +281,6 @@ def written_config(directory: Path, text: str = CONFIG) -> Path:
 
 
 def run_flags(config: Path, *extra: str) -> Sequence[str]:
-    """The ``run`` flags of the tier's daemons: its configuration, and nothing listening off loopback."""
-    return ("--config", str(config), *extra)
+    """The ``run`` flags of the tier's daemons: its configuration, and nothing listening off loopback;
+    no DCD controller, for ``sim world`` still plays one on this tier (issue 33's next step)."""
+    return ("--config", str(config), "--no-dcd-controller", *extra)

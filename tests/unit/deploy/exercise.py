@@ -620,7 +620,8 @@ async def _exercise(
     calls: list[Call] = []
     served_groups = (*WorldSettings().served_groups, *served)
     settings = WorldSettings(checkpoint_delay=60.0, namespaces=(USER_NS,), served_groups=served_groups)
-    async with SimulatedCluster(settings, seed=11, config=config, resources=SERVED) as sim:
+    # The daemon runs the DCD controller: the world plays kube-controller-manager, not a DCD controller.
+    async with SimulatedCluster(settings, seed=11, config=config, resources=SERVED, deployments=True) as sim:
         # The CRDs applied, as before any install (their conversion not yet pointed at the operator).
         for path in sorted((DEPLOY / "crds").glob("*.yaml")):
             for crd in committed(str(path)):

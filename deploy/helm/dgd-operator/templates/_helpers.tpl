@@ -50,6 +50,12 @@ fromJsonArray); empty in cluster-wide mode. Rendering fails unless each is a nam
 - apiGroups: [nvidia.com]
   resources: [dynamocomponentdeployments]
   verbs: [create, get, list, watch, patch, delete]
+- apiGroups: [nvidia.com]
+  resources: [dynamocomponentdeployments/status]
+  verbs: [patch]
+- apiGroups: [apps]
+  resources: [deployments]
+  verbs: [create, get, list, watch, patch]
 {{- if not .Values.featureGates.checkpoint }}
 - apiGroups: [nvidia.com]
   resources: [dynamocheckpoints]
