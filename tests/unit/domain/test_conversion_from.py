@@ -23,7 +23,7 @@ from dgd.domain.conversion.dgdsa import dgdsa_to_v1alpha1, dgdsa_to_v1beta1
 from dgd.domain.conversion.view import dgd_to_v1alpha1
 from dgd.domain.quantity import canonical_quantity
 from tests.conversion_strategies import alpha_dgds, beta_dgds
-from tests.unit.domain.test_conversion import (
+from tests.unit.domain.conversion_fixtures import (
     EXAMPLE_2_ANNOTATION,
     FIXTURE,
     VLLM_AGG,
