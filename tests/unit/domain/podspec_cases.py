@@ -146,3 +146,10 @@ def env_names(container: dict[str, Any]) -> list[str]:
 
 def probes(container: dict[str, Any]) -> dict[str, Any]:
     return {k: container[k] for k in ("livenessProbe", "readinessProbe", "startupProbe") if k in container}
+
+
+ORIGIN_1_4 = {"nvidia.com/dynamo-operator-origin-version": "1.4.0"}
+VLLM = ["python3", "-m", "dynamo.vllm"]
+SGLANG = ["python3", "-m", "dynamo.sglang"]
+TRTLLM = ["python3", "-m", "dynamo.trtllm"]
+TP2 = ["--model", "Qwen/Qwen3-0.6B", "--tensor-parallel-size", "2"]
