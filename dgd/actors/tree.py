@@ -34,10 +34,11 @@ from dgd.actors.machinery.cache import Cache
 from dgd.actors.machinery.events import Recorder
 from dgd.actors.machinery.informer import Informer
 from dgd.actors.machinery.loop import LoopParts, ReconcileObserver
+from dgd.actors.machinery.notices import WriteNotices
 from dgd.actors.machinery.reader import Reader
 from dgd.actors.machinery.retries import Retries
 from dgd.actors.machinery.router import DEFAULT_RESYNC, Router
-from dgd.actors.machinery.sync import Syncer, WriteNotices
+from dgd.actors.machinery.sync import Syncer
 from dgd.actors.machinery.workers import Workers
 from dgd.cluster.protocol import Cluster
 from dgd.cluster.resources import (

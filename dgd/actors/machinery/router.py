@@ -23,6 +23,7 @@ import msgspec
 from dgd.actors.machinery.cache import Cache
 from dgd.actors.machinery.informer import Observed, Synced
 from dgd.actors.machinery.loop import Nudge
+from dgd.actors.machinery.notices import WriteNotices
 from dgd.actors.machinery.routes import (
     DCD_CHILD_ROUTES,
     OWNED,
@@ -34,7 +35,6 @@ from dgd.actors.machinery.routes import (
     dgd_nudges,
     object_key,
 )
-from dgd.actors.machinery.sync import WriteNotices
 from dgd.cluster.resources import DCD, DGD, DGDSA
 from dgd.runtime import (
     Actor,

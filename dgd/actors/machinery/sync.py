@@ -32,6 +32,7 @@ import msgspec
 
 from dgd.actors.machinery.cache import Cache
 from dgd.actors.machinery.events import Recorder
+from dgd.actors.machinery.notices import WriteNotices
 from dgd.actors.machinery.owners import Owner, owner_reference
 from dgd.actors.machinery.reader import Reader
 from dgd.cluster.errors import AlreadyExists, ClusterError, Conflict, NotFound
@@ -70,23 +71,6 @@ def decode(resource: Resource[T], raw: JSON) -> T:
     if resource.model is None or resource.raw:
         return cast("T", raw)
     return cast("T", msgspec.convert(raw, resource.model))
-
-
-class WriteNotices:
-    """Says to the router which objects this operator just wrote. A write is recorded in the cache, so
-    its watch event reaches the router as no change; a controller that watches what another of ours
-    writes (the DCD controller, the DCDs a DGD writes) hears of it from here instead."""
-
-    def __init__(self) -> None:
-        self._listener: Callable[[str, str | None, str], None] | None = None
-
-    def attach(self, listener: Callable[[str, str | None, str], None]) -> None:
-        """Who hears of writes from now on (the router, as it starts)."""
-        self._listener = listener
-
-    def written(self, resource: Resource[Any], namespace: str | None, name: str) -> None:
-        if self._listener is not None:
-            self._listener(str(resource), namespace, name)
 
 
 class _Turns:
