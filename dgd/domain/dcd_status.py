@@ -179,12 +179,6 @@ def reconciling() -> EventRecord:
     return EventRecord("Normal", "Reconciling", "Reconcile", STARTING)
 
 
-def no_changes(name: str) -> EventRecord:
-    return EventRecord(
-        "Normal", "UpdateDynamoGraphDeployment", "Update", f"No changes to dynamo deployment {name}"
-    )
-
-
 def all_updated() -> EventRecord:
     return EventRecord("Normal", "Update", "Update", "All resources updated!")
 

@@ -28,28 +28,20 @@ from dgd.cluster.resources import LWS, POD
 from dgd.messages.base import JSONObject
 from dgd.messages.meta import OwnerReference
 from dgd.sim.world.controller import Nudge, Watch, WorldController
+from dgd.sim.world.deployment_plan import meta, spec
 from dgd.sim.world.pods import is_active, is_ready, labels, owned_by, pod_manifest
 from dgd.sim.world.replicaset import controller_of
 
 GROUP = "leaderworkerset.x-k8s.io"
-NAME_LABEL = f"{GROUP.replace('x-k8s.io', 'sigs.k8s.io')}/name"
-GROUP_INDEX = f"{GROUP.replace('x-k8s.io', 'sigs.k8s.io')}/group-index"
-WORKER_INDEX = f"{GROUP.replace('x-k8s.io', 'sigs.k8s.io')}/worker-index"
-REVISION = f"{GROUP.replace('x-k8s.io', 'sigs.k8s.io')}/template-revision-hash"
-
-
-def _spec(lws: JSONObject) -> JSONObject:
-    spec: JSONObject = lws.get("spec") or {}
-    return spec
-
-
-def _meta(obj: JSONObject) -> JSONObject:
-    metadata: JSONObject = obj.get("metadata") or {}
-    return metadata
+#: The labels LeaderWorkerSet's pod webhook puts on each pod of a group.
+NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"
+WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
+REVISION = "leaderworkerset.sigs.k8s.io/template-revision-hash"
 
 
 def _template(lws: JSONObject) -> JSONObject:
-    template: JSONObject = _spec(lws).get("leaderWorkerTemplate") or {}
+    template: JSONObject = spec(lws).get("leaderWorkerTemplate") or {}
     return template
 
 
@@ -65,7 +57,7 @@ def _size(lws: JSONObject) -> int:
 
 
 def _replicas(lws: JSONObject) -> int:
-    replicas = _spec(lws).get("replicas")
+    replicas = spec(lws).get("replicas")
     return 1 if replicas is None else int(replicas)
 
 
@@ -81,7 +73,7 @@ class LeaderWorkerSetController(WorldController):
             lws = await self.cluster.get(LWS.key(namespace, name))
         except NotFound:
             return None
-        if _meta(lws).get("deletionTimestamp"):
+        if meta(lws).get("deletionTimestamp"):
             return None  # its pods go by garbage collection
         current = revision(lws)
         groups = _groups(await self._pods(lws))
@@ -110,14 +102,14 @@ class LeaderWorkerSetController(WorldController):
         return None
 
     async def _pods(self, lws: JSONObject) -> list[JSONObject]:
-        selector = f"{NAME_LABEL}={_meta(lws).get('name')}"
-        listed = await self.cluster.list(POD, namespace=_meta(lws).get("namespace"), label_selector=selector)
-        return [pod for pod in listed.items if owned_by(pod, _meta(lws).get("uid"))]
+        selector = f"{NAME_LABEL}={meta(lws).get('name')}"
+        listed = await self.cluster.list(POD, namespace=meta(lws).get("namespace"), label_selector=selector)
+        return [pod for pod in listed.items if owned_by(pod, meta(lws).get("uid"))]
 
     async def _delete(self, namespace: str, pods: Sequence[JSONObject]) -> None:
         for pod in pods:
             with contextlib.suppress(NotFound):
-                await self.cluster.delete(POD.key(namespace, str(_meta(pod).get("name"))))
+                await self.cluster.delete(POD.key(namespace, str(meta(pod).get("name"))))
 
 
 def _groups(pods: Sequence[JSONObject]) -> dict[int, list[JSONObject]]:
@@ -137,8 +129,8 @@ def _group_pods(lws: JSONObject, index: int, current: str) -> list[JSONObject]:
     template = _template(lws)
     worker = template.get("workerTemplate") or {}
     leader = template.get("leaderTemplate") or worker
-    name = str(_meta(lws).get("name"))
-    owner = OwnerReference(f"{GROUP}/v1", "LeaderWorkerSet", name, str(_meta(lws).get("uid")))
+    name = str(meta(lws).get("name"))
+    owner = OwnerReference(f"{GROUP}/v1", "LeaderWorkerSet", name, str(meta(lws).get("uid")))
     pods = []
     for worker_index in range(_size(lws)):
         chosen = leader if worker_index == 0 else worker
@@ -151,7 +143,7 @@ def _group_pods(lws: JSONObject, index: int, current: str) -> list[JSONObject]:
             REVISION: current,
         }
         pod = pod_manifest(
-            namespace=str(_meta(lws).get("namespace")),
+            namespace=str(meta(lws).get("namespace")),
             generate_name=f"{name}-{index}-",
             labels=pod_labels,
             annotations=chosen_meta.get("annotations") or None,
@@ -180,4 +172,4 @@ def _status(lws: JSONObject, groups: dict[int, list[JSONObject]], current: str) 
 
 
 def _own(lws: JSONObject) -> Nudge:
-    return Nudge(_meta(lws).get("namespace"), str(_meta(lws).get("name")))
+    return Nudge(meta(lws).get("namespace"), str(meta(lws).get("name")))
